@@ -1,0 +1,85 @@
+"""The one exception tree of dflash-doctor.
+
+It lives in the lowest layer (``tools/``) because facts travel one way
+(probe -> ledger -> claim -> hypothesis -> report) and ``tools/`` never imports
+``agent/``; ``agent`` re-exports these names.
+
+    DoctorError
+    ├── UsageError                 bad input from the user: say what and where, exit 2
+    │   ├── TargetURIError         a target URI that does not parse
+    │   └── ConfigError            a profile / option that does not hold
+    ├── TransportError             the command could not be carried (never a non-zero exit)
+    │   ├── ConnectError           could not reach the host (refused, timed out, banner) - retried
+    │   ├── AuthenticationError    the host refused our credentials - never retried
+    │   ├── HostKeyError           unknown or changed host key - never retried
+    │   ├── CommandTimeout         the command outlived its time limit and was killed
+    │   ├── ConnectionLost         the connection dropped while a command ran
+    │   └── NotRecorded            replay: the command is not in the transcript
+    ├── LedgerError                the fact ledger cannot be read or written
+    └── TranscriptError            a transcript is unreadable, truncated or tampered with
+
+Foreign exceptions (paramiko, socket, OSError) are mapped to these at the
+transport boundary, in ``tools/transport/ssh.py`` and ``tools/transport/local.py``.
+"""
+
+from __future__ import annotations
+
+
+class DoctorError(Exception):
+    """Root of every error this app raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(DoctorError):
+    exit_code = 2
+
+
+class TargetURIError(UsageError):
+    """A target URI that does not parse; the message names the bad part."""
+
+
+class ConfigError(UsageError):
+    pass
+
+
+class TransportError(DoctorError):
+    """A command could not be carried to or back from the target."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, target: str = "") -> None:
+        self.target = target
+        super().__init__(f"{target}: {message}" if target else message)
+
+
+class ConnectError(TransportError):
+    """The host could not be reached; the only transport failure that is retried."""
+
+
+class AuthenticationError(TransportError):
+    pass
+
+
+class HostKeyError(TransportError):
+    pass
+
+
+class CommandTimeout(TransportError):
+    pass
+
+
+class ConnectionLost(TransportError):
+    pass
+
+
+class NotRecorded(TransportError):
+    """Replay was asked for a command the transcript does not hold."""
+
+
+class LedgerError(DoctorError):
+    pass
+
+
+class TranscriptError(DoctorError):
+    pass

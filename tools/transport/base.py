@@ -1,0 +1,51 @@
+"""The transport contract: run an argv on a target, get bytes and an exit code back.
+
+A non-zero exit is data (a ``CommandResult``); a target that cannot be reached is
+an exception (a ``TransportError``), as in pytest-testinfra's backends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    rc: int
+    stdout: bytes
+    stderr: bytes
+    duration: float
+    target: str
+    stdin_digest: str = field(default="")
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+def digest(data: bytes | None) -> str:
+    """sha256 hex of ``data``; the empty string for "no stdin" so it differs from b""."""
+    if data is None:
+        return ""
+    return hashlib.sha256(data).hexdigest()
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Carries one argv to one place. ``name`` is how the place is written in a URI."""
+
+    name: str
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult: ...
+
+    def close(self) -> None: ...
