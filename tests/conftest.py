@@ -22,7 +22,9 @@ def need(available: bool, component: str, reason: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every test gets its own XDG state dir, so no test writes into the user's home."""
     state = tmp_path_factory.mktemp("xdg-state")
     monkeypatch.setenv("XDG_STATE_HOME", str(state))

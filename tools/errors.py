@@ -46,7 +46,8 @@ class ConfigError(UsageError):
 class TransportError(DoctorError):
     """A command could not be carried to or back from the target."""
 
-    exit_code = 3
+    # What ssh(1) exits with when it, rather than the remote command, failed.
+    exit_code = 255
 
     def __init__(self, message: str, *, target: str = "") -> None:
         self.target = target

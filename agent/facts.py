@@ -1,0 +1,143 @@
+"""Facts and the append-only fact ledger.
+
+A ``Fact`` is one observation made on a target. Its id is content-addressed: the same
+observation (probe, target, argv, exit code, output digests, parsed value, error) always
+gets the same id, so a replay of a recorded session reproduces the ids its claims cite.
+When and how long it took are kept but not hashed, for the same reason.
+
+Ids are the shortest unique prefix of the content digest, at least four hex digits
+(``F-3a9c``), as git abbreviates commits: short enough to read in a sentence, and
+lengthened only when two different facts in one ledger would share a prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from tools.errors import LedgerError
+
+_MIN_ID = 4
+
+
+class Fact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = ""
+    digest: str = ""
+    probe: str
+    target: str
+    argv: tuple[str, ...] = ()
+    rc: int | None = None
+    stdout_digest: str = ""
+    stderr_digest: str = ""
+    value: JsonValue = None
+    error: str | None = None
+    collected_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def content_digest(self) -> str:
+        content = self.model_dump(mode="json", exclude={"id", "digest", "collected_at", "duration"})
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Ledger:
+    """The facts of one session. Facts are only ever appended, never edited; with a path,
+    each is written to disk (JSON lines, flushed) before ``append`` returns."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._facts: dict[str, Fact] = {}
+        self._by_digest: dict[str, Fact] = {}
+        self._by_prefix: dict[str, list[str]] = {}
+        if path is not None and path.exists():
+            self._load(path)
+
+    def append(self, fact: Fact) -> Fact:
+        """Store ``fact`` and return it with its id; an identical fact is stored once."""
+        full = fact.content_digest()
+        if full in self._by_digest:
+            return self._by_digest[full]
+        stored = fact.model_copy(update={"digest": full, "id": self._short_id(full)})
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(stored.model_dump_json() + "\n")
+            except OSError as exc:
+                raise LedgerError(f"{self.path}: cannot append fact: {exc.strerror}") from exc
+        self._index(stored)
+        return stored
+
+    def get(self, fact_id: str) -> Fact:
+        try:
+            return self._facts[fact_id]
+        except KeyError:
+            raise LedgerError(f"no fact {fact_id!r} in this ledger") from None
+
+    def __contains__(self, fact_id: object) -> bool:
+        return fact_id in self._facts
+
+    def __iter__(self) -> Iterator[Fact]:
+        return iter(self._facts.values())
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def by_probe(self, probe: str) -> list[Fact]:
+        return [f for f in self._facts.values() if f.probe == probe]
+
+    def _short_id(self, full: str) -> str:
+        length = _MIN_ID
+        rivals = self._by_prefix.get(full[:_MIN_ID], [])
+        while any(d.startswith(full[:length]) for d in rivals if d != full):
+            length += 1
+        return f"F-{full[:length]}"
+
+    def _index(self, fact: Fact) -> None:
+        self._facts[fact.id] = fact
+        self._by_digest[fact.digest] = fact
+        self._by_prefix.setdefault(fact.digest[:_MIN_ID], []).append(fact.digest)
+
+    def _load(self, path: Path) -> None:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LedgerError(f"{path}: cannot read ledger: {exc}") from exc
+        for number, line in enumerate(lines, start=1):
+            try:
+                fact = Fact.model_validate_json(line)
+            except ValidationError as exc:
+                reason = exc.errors()[0]["msg"] if exc.errors() else "invalid"
+                raise LedgerError(f"{path}:{number}: not a fact ({reason})") from None
+            if fact.content_digest() != fact.digest or not fact.digest.startswith(fact.id[2:]):
+                raise LedgerError(f"{path}:{number}: fact {fact.id} does not match its content")
+            self._index(fact)
+
+
+def fact_from_result(
+    probe: str, result: Any, value: JsonValue = None, error: str | None = None
+) -> Fact:
+    """A Fact from a ``CommandResult``; the raw bytes stay in the transcript, digests here."""
+    return Fact(
+        probe=probe,
+        target=result.target,
+        argv=tuple(result.argv),
+        rc=result.rc,
+        stdout_digest=hashlib.sha256(result.stdout).hexdigest(),
+        stderr_digest=hashlib.sha256(result.stderr).hexdigest(),
+        value=value,
+        error=error,
+        duration=result.duration,
+    )

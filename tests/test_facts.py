@@ -1,0 +1,103 @@
+"""Facts are frozen and content-addressed; the ledger only appends and survives a restart."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from agent.facts import Fact, Ledger, fact_from_result
+from tools.errors import LedgerError
+from tools.transport import LocalTransport
+
+
+def fact(**kw: object) -> Fact:
+    base: dict[str, object] = {
+        "probe": "torch.version",
+        "target": "local",
+        "value": {"v": "2.13.0"},
+    }
+    base.update(kw)
+    return Fact(**base)  # type: ignore[arg-type]
+
+
+def test_facts_are_frozen() -> None:
+    with pytest.raises(ValidationError):
+        fact().probe = "other"  # type: ignore[misc]
+
+
+def test_same_observation_same_id_whenever_it_was_made() -> None:
+    """Time and duration are not content: a replay reproduces the ids claims cite."""
+    a = Ledger().append(fact(duration=1.0))
+    b = Ledger().append(fact(duration=9.0))
+    assert a.id == b.id
+    assert a.id.startswith("F-") and len(a.id) == 6
+
+
+def test_different_observation_different_id() -> None:
+    ledger = Ledger()
+    assert ledger.append(fact()).id != ledger.append(fact(value={"v": "2.11.0"})).id
+
+
+def test_identical_fact_is_stored_once() -> None:
+    ledger = Ledger()
+    ledger.append(fact())
+    ledger.append(fact())
+    assert len(ledger) == 1
+
+
+def test_ids_grow_only_on_prefix_collision() -> None:
+    """Like git's short hashes: at least 4 hex digits, longer only where two facts share them."""
+    ledger = Ledger()
+    ids = [ledger.append(fact(value=n)).id for n in range(1500)]
+    assert len(set(ids)) == 1500
+    assert min(len(i) for i in ids) == 6
+    assert any(len(i) > 6 for i in ids)  # 1,500 facts in 65,536 prefixes: ~17 collisions expected
+    for short in ids:
+        assert ledger.get(short).digest.startswith(short[2:])
+
+
+def test_ledger_persists_and_reloads(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path)
+    stored = [ledger.append(fact(value=n)) for n in range(5)]
+    again = Ledger(path)
+    assert [f.id for f in again] == [f.id for f in stored]
+    assert again.get(stored[3].id) == stored[3]
+
+
+def test_edited_ledger_line_is_rejected(tmp_path: Path) -> None:
+    """A fact edited on disk no longer matches its id: loading names the line."""
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path)
+    ledger.append(fact(value=1))
+    ledger.append(fact(value=2))
+    rows = path.read_text().splitlines()
+    edited = json.loads(rows[1])
+    edited["value"] = 3
+    rows[1] = json.dumps(edited)
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(LedgerError, match=r"ledger.jsonl:2: fact F-\w+ does not match its content"):
+        Ledger(path)
+
+
+def test_garbage_ledger_line_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    path.write_text('{"probe": 1}\n')
+    with pytest.raises(LedgerError, match=r"ledger.jsonl:1: not a fact"):
+        Ledger(path)
+
+
+def test_unknown_fact_id() -> None:
+    with pytest.raises(LedgerError, match="no fact 'F-0000'"):
+        Ledger().get("F-0000")
+
+
+def test_fact_from_a_real_command() -> None:
+    """A fact keeps argv, exit code and output digests; raw bytes stay in the transcript."""
+    result = LocalTransport().run(["sh", "-c", "printf hi; exit 4"])
+    made = Ledger().append(fact_from_result("demo", result, value="hi"))
+    assert (made.argv, made.rc, made.value) == (("sh", "-c", "printf hi; exit 4"), 4, "hi")
+    assert made.stdout_digest == "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"

@@ -1,0 +1,126 @@
+"""Transcripts: one JSON object per line, a header first, then events, hash-chained.
+
+Each line after the header carries ``prev``, the sha256 of the line before it exactly as
+written, so an edited, dropped or reordered line breaks the chain at a line we can name.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from tools.errors import TranscriptError
+
+FORMAT = "dflash-doctor-transcript"
+VERSION = 1
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sha(line: str) -> str:
+    return hashlib.sha256(line.encode()).hexdigest()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+class TranscriptWriter:
+    """Appends events to a new transcript file; each line is flushed as it is written so a
+    crash loses at most the event being written."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._fh: IO[str] = path.open("x", encoding="utf-8")
+        except FileExistsError:
+            raise TranscriptError(f"{path}: transcript exists already; not overwriting") from None
+        self._seq = 0
+        first = {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "started_at": datetime.now(UTC).isoformat(),
+            **header,
+        }
+        self._prev = self._emit(first)
+
+    def write(self, event: dict[str, Any]) -> None:
+        self._seq += 1
+        self._prev = self._emit({**event, "seq": self._seq, "prev": self._prev})
+
+    def _emit(self, obj: dict[str, Any]) -> str:
+        line = _line(obj)
+        self._fh.write(line + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        return _sha(line)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Read and verify a transcript; any defect raises ``TranscriptError`` naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read transcript: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    if text and not text.endswith("\n"):
+        raise TranscriptError(f"{path}: truncated: last line has no newline (cut while writing?)")
+    header: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = []
+    prev = ""
+    for number, (line, obj) in enumerate(_parsed(path, text), start=1):
+        if header is None:
+            if obj.get("type") != "header" or obj.get("format") != FORMAT:
+                raise TranscriptError(f"{path}:{number}: not a {FORMAT} header")
+            if obj.get("version") != VERSION:
+                raise TranscriptError(
+                    f"{path}:{number}: transcript version {obj.get('version')!r}, "
+                    f"this app reads version {VERSION}"
+                )
+            header = obj
+        else:
+            if obj.get("prev") != prev:
+                raise TranscriptError(
+                    f"{path}:{number}: hash chain broken (line edited, removed or reordered "
+                    "at or before this one)"
+                )
+            if obj.get("seq") != len(events) + 1:
+                raise TranscriptError(
+                    f"{path}:{number}: event seq {obj.get('seq')!r}, expected {len(events) + 1}"
+                )
+            events.append(obj)
+        prev = _sha(line)
+    if header is None:
+        raise TranscriptError(f"{path}: empty transcript")
+    return header, events
+
+
+def _parsed(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(
+                f"{path}:{number}: bad JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+        if not isinstance(obj, dict):
+            raise TranscriptError(f"{path}:{number}: event is not a JSON object")
+        yield line, obj

@@ -1,0 +1,98 @@
+"""Recording and replay: every command that crosses a target goes into the transcript,
+and a replay answers the same (target, argv, stdin digest) from it with no machine."""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tools import errors
+from tools.errors import NotRecorded, TransportError
+from tools.transcript import TranscriptWriter, b64, unb64
+from tools.transport.base import CommandResult, Transport, digest
+
+Key = tuple[str, tuple[str, ...], str]
+
+
+class RecordingTransport:
+    def __init__(self, inner: Transport, writer: TranscriptWriter) -> None:
+        self.inner = inner
+        self.writer = writer
+        self.name = inner.name
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        base = {"target": self.name, "argv": list(argv), "stdin_digest": digest(stdin)}
+        try:
+            result = self.inner.run(argv, stdin=stdin, timeout=timeout)
+        except TransportError as exc:
+            self.writer.write(
+                {**base, "type": "command_error", "error": type(exc).__name__, "message": str(exc)}
+            )
+            raise
+        self.writer.write(
+            {
+                **base,
+                "type": "command",
+                "rc": result.rc,
+                "stdout": b64(result.stdout),
+                "stderr": b64(result.stderr),
+                "duration": round(result.duration, 6),
+            }
+        )
+        return result
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReplayTransport:
+    """Answers from recorded events, in recorded order per key; anything else is loud."""
+
+    def __init__(self, events: Iterable[dict[str, Any]], name: str) -> None:
+        self.name = name
+        self._answers: dict[Key, deque[dict[str, Any]]] = defaultdict(deque)
+        for event in events:
+            if event.get("type") in ("command", "command_error"):
+                key = (event["target"], tuple(event["argv"]), event["stdin_digest"])
+                self._answers[key].append(event)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        key = (self.name, tuple(argv), digest(stdin))
+        queue = self._answers.get(key)
+        if not queue:
+            raise NotRecorded(
+                f"command not in the transcript (or asked more often than recorded): "
+                f"{list(argv)!r} with stdin sha256 {key[2][:12] or 'none'}",
+                target=self.name,
+            )
+        event = queue.popleft()
+        if event["type"] == "command_error":
+            cls = getattr(errors, event["error"], TransportError)
+            if not (isinstance(cls, type) and issubclass(cls, TransportError)):
+                cls = TransportError
+            raise cls(event["message"])
+        return CommandResult(
+            tuple(argv),
+            int(event["rc"]),
+            unb64(event["stdout"]),
+            unb64(event["stderr"]),
+            float(event["duration"]),
+            self.name,
+            key[2],
+        )
+
+    def close(self) -> None:
+        pass

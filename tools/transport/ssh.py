@@ -1,0 +1,300 @@
+"""Run commands on a remote host over SSH, through fabric's ``Connection``.
+
+Fabric gives us ``~/.ssh/config`` resolution (aliases, User, Port, IdentityFile,
+ConnectTimeout, ProxyJump) and the connection lifecycle. We drive the command itself on
+the underlying paramiko channel rather than through ``Connection.run``, because invoke
+decodes streams as text: probes and payloads must come back byte-exact, and stdin must be
+closed (EOF) once sent, whatever it contains.
+
+Every paramiko / socket exception is mapped here, once, onto ``tools.errors``. Only
+``ConnectError`` is retried (with exponential backoff and jitter): an auth failure or a
+bad host key will not get better by asking again, and a non-zero exit is not a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import paramiko
+import structlog
+from fabric import Config, Connection
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from tools.errors import (
+    AuthenticationError,
+    CommandTimeout,
+    ConnectError,
+    ConnectionLost,
+    HostKeyError,
+    TransportError,
+)
+from tools.transport.base import CommandResult, digest
+
+log = structlog.get_logger(__name__)
+
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class SSHOptions:
+    """How to reach SSH hosts. Defaults follow OpenSSH, except that an unknown host key
+    is refused unless ``accept_new_host_key`` is set (OpenSSH would ask a human)."""
+
+    connect_timeout: float = 10.0
+    banner_timeout: float = 10.0
+    auth_timeout: float = 10.0
+    channel_timeout: float = 10.0
+    keepalive: int = 15
+    retries: int = 3
+    backoff_initial: float = 0.5
+    backoff_max: float = 8.0
+    accept_new_host_key: bool = False
+    known_hosts: str | None = None
+    identity_file: str | None = None
+    ssh_config: str | None = None  # None: ~/.ssh/config as fabric loads it
+
+
+class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
+        raise HostKeyError(
+            f"unknown host key ({key.get_name()} {key.fingerprint}); refusing to connect. "
+            "Check the fingerprint, then add it to known_hosts or pass --accept-new-host-key"
+        )
+
+
+class _AcceptNewKey(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
+    """OpenSSH's StrictHostKeyChecking=accept-new: remember unknown keys, refuse changed ones
+    (paramiko raises BadHostKeyException for a changed key before any policy is asked)."""
+
+    def __init__(self, known_hosts: Path) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with self.known_hosts.open("a") as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        log.warning("host_key_accepted", host=hostname, fingerprint=key.fingerprint)
+
+
+class SSHTransport:
+    """One reused SSH connection to one host; commands run on fresh channels."""
+
+    def __init__(
+        self,
+        host: str,
+        *,
+        user: str | None = None,
+        port: int | None = None,
+        options: SSHOptions | None = None,
+    ) -> None:
+        self.options = options or SSHOptions()
+        user_part = f"{user}@" if user else ""
+        port_part = f":{port}" if port is not None else ""
+        self.name = f"ssh://{user_part}{host}{port_part}"
+        self._host, self._user, self._port = host, user, port
+        self._conn: Connection | None = None
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        argv = tuple(argv)
+        conn = self._connected()
+        started = time.monotonic()
+        # The single place where argv becomes a string: the remote shell parses it back.
+        command = shlex.join(argv)
+        try:
+            channel = conn.client.get_transport().open_session(timeout=self.options.channel_timeout)
+            channel.exec_command(command)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._drop()
+            raise ConnectionLost(f"could not start command: {_why(exc)}", target=self.name) from exc
+        try:
+            out, err, rc = self._pump(channel, stdin, timeout, started)
+        finally:
+            channel.close()
+        return CommandResult(
+            argv, rc, out, err, time.monotonic() - started, self.name, digest(stdin)
+        )
+
+    def close(self) -> None:
+        self._drop()
+
+    # -- connection -----------------------------------------------------------------
+
+    def _connected(self) -> Connection:
+        if self._conn is not None and self._conn.is_connected:
+            return self._conn
+        self._drop()
+        retrying = Retrying(
+            stop=stop_after_attempt(self.options.retries + 1),
+            wait=wait_exponential_jitter(
+                multiplier=self.options.backoff_initial, max=self.options.backoff_max
+            ),
+            retry=retry_if_exception_type(ConnectError),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        self._conn = retrying(self._connect_once)
+        return self._conn
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "ssh_connect_retry",
+            target=self.name,
+            attempt=state.attempt_number,
+            error=str(exc),
+            sleep=round(state.next_action.sleep, 3) if state.next_action else None,
+        )
+
+    def _connect_once(self) -> Connection:
+        opts = self.options
+        config = Config(runtime_ssh_path=opts.ssh_config) if opts.ssh_config else Config()
+        connect_kwargs: dict[str, Any] = {
+            "banner_timeout": opts.banner_timeout,
+            "auth_timeout": opts.auth_timeout,
+            "channel_timeout": opts.channel_timeout,
+        }
+        if opts.identity_file:
+            connect_kwargs["key_filename"] = [opts.identity_file]
+            connect_kwargs["look_for_keys"] = False
+            connect_kwargs["allow_agent"] = False
+        conn = Connection(
+            self._host,
+            user=self._user,
+            port=self._port,
+            config=config,
+            connect_timeout=max(1, round(opts.connect_timeout)),
+            connect_kwargs=connect_kwargs,
+        )
+        known_hosts = self._known_hosts(conn)
+        # Fabric trusts every host key (AutoAddPolicy) and loads no known_hosts at all:
+        # replace both, so a changed key is refused and an unknown one only on request.
+        if known_hosts.exists():
+            conn.client.load_host_keys(str(known_hosts))
+        conn.client.set_missing_host_key_policy(
+            _AcceptNewKey(known_hosts) if opts.accept_new_host_key else _RefuseUnknownKey()
+        )
+        try:
+            conn.open()
+        except HostKeyError as exc:
+            raise HostKeyError(str(exc), target=self.name) from None
+        except paramiko.BadHostKeyException as exc:
+            raise HostKeyError(
+                f"host key changed: known_hosts has {exc.expected_key.fingerprint}, "
+                f"server offered {exc.key.fingerprint}; refusing to connect "
+                f"(possible man-in-the-middle; fix {known_hosts} if the change is expected)",
+                target=self.name,
+            ) from exc
+        except paramiko.AuthenticationException as exc:
+            raise AuthenticationError(
+                f"authentication failed: {_why(exc)}", target=self.name
+            ) from exc
+        except socket.gaierror as exc:
+            # Not a ConnectError: a name that does not resolve will not resolve on retry.
+            raise TransportError(f"cannot resolve host: {exc.strerror}", target=self.name) from exc
+        except TimeoutError as exc:
+            raise ConnectError(
+                f"timed out connecting after {opts.connect_timeout:g}s", target=self.name
+            ) from exc
+        except paramiko.ssh_exception.NoValidConnectionsError as exc:
+            # Its text is "[Errno None] Unable to connect to port …": the target says where.
+            raise ConnectError("connection refused", target=self.name) from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise ConnectError(f"cannot connect: {_why(exc)}", target=self.name) from exc
+        transport = conn.client.get_transport()
+        if transport is not None and opts.keepalive:
+            transport.set_keepalive(opts.keepalive)
+        log.debug("ssh_connected", target=self.name)
+        return conn
+
+    def _known_hosts(self, conn: Connection) -> Path:
+        if self.options.known_hosts:
+            return Path(self.options.known_hosts)
+        configured = conn.ssh_config.get("userknownhostsfile")
+        first = configured.split()[0] if configured else "~/.ssh/known_hosts"
+        return Path(os.path.expanduser(first))
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- one command --------------------------------------------------------------
+
+    def _pump(
+        self,
+        channel: paramiko.Channel,
+        stdin: bytes | None,
+        timeout: float | None,
+        started: float,
+    ) -> tuple[bytes, bytes, int]:
+        """Feed stdin and drain stdout/stderr at the same time, so neither side can fill
+        its window and deadlock the other."""
+        out, err = bytearray(), bytearray()
+        pending = memoryview(stdin or b"")
+        if not pending:
+            channel.shutdown_write()
+        deadline = None if timeout is None else started + timeout
+        transport = channel.get_transport()
+        while True:
+            moved = False
+            while channel.recv_ready():
+                out += channel.recv(_CHUNK)
+                moved = True
+            while channel.recv_stderr_ready():
+                err += channel.recv_stderr(_CHUNK)
+                moved = True
+            if pending and channel.send_ready():
+                sent = channel.send(pending[:_CHUNK])
+                pending = pending[sent:]
+                if not pending:
+                    channel.shutdown_write()
+                moved = True
+            if channel.exit_status_ready() and not (
+                channel.recv_ready() or channel.recv_stderr_ready()
+            ):
+                # The server sends all data before exit-status, and paramiko handles
+                # messages in order: once the status is here, no output is missing.
+                rc = channel.recv_exit_status()
+                # paramiko also marks the status "ready" (as -1) when the connection dies.
+                # A -1 after the server's EOF is a command that died of a signal (paramiko
+                # ignores exit-signal); a -1 without EOF is a dropped connection.
+                if rc != -1 or channel.eof_received:
+                    return bytes(out), bytes(err), rc
+            if channel.closed or not transport.is_active():
+                self._drop()
+                raise ConnectionLost(
+                    "connection closed while the command ran (no exit status received)",
+                    target=self.name,
+                )
+            if deadline is not None and time.monotonic() > deadline:
+                # Closing our end does not stop a process that ignores SIGHUP; the
+                # remote-side `timeout` that Target wraps around the argv does.
+                raise CommandTimeout(f"no exit status after {timeout:g}s", target=self.name)
+            if not moved:
+                select.select([channel], [], [], 0.05)
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())
