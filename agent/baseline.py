@@ -1,0 +1,169 @@
+"""Baselines: the facts of a known good state, and the fact-by-fact diff against now.
+
+Two sources, as the incident needed both:
+- a **snapshot** taken while things worked (``dflash-doctor snapshot --name NAME``): the
+  facts themselves, stored under the state directory and imported into a session's ledger
+  when used, so a diff entry cites baseline facts by the same ids they had then;
+- a **derived** baseline, when nobody took one: the last good checkpoint's metadata
+  (versions, script md5, dataset size it recorded) and the good window of
+  ``train_log.jsonl``. That is the question the incident turned on: "what was different
+  when it worked?" A derived entry cites the current checkpoint/log facts it reads.
+
+A diff entry is a pair of references into facts, so it becomes a claim without any prose.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from agent.claims import MISSING, Ref, resolve
+from agent.facts import Fact, Ledger
+from tools.errors import ConfigError, LedgerError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+
+
+class DiffEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    label: str
+    baseline: Ref
+    current: Ref
+    baseline_value: JsonValue
+    current_value: JsonValue
+
+    @property
+    def differs(self) -> bool:
+        return self.baseline_value != self.current_value
+
+
+@dataclass(frozen=True)
+class Comparable:
+    """One quantity compared between baseline and now.
+
+    ``probe``/``path`` locate it in a current (or snapshot) fact; ``derived`` locates
+    the same quantity in what the last good checkpoint or log recorded, when it does.
+    """
+
+    key: str
+    label: str
+    probe: str
+    path: tuple[str | int, ...]
+    derived: tuple[str, tuple[str | int, ...]] | None = None
+
+
+class Snapshot(BaseModel):
+    name: str
+    target: str
+    created_at: datetime
+    facts: list[Fact]
+
+
+class BaselineStore:
+    """Named snapshots, one JSON file each, under ``<state>/dflash-doctor/baselines/``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, name: str) -> Path:
+        if not _NAME.match(name):
+            raise ConfigError(
+                f"bad baseline name {name!r}: use letters, digits, '.', '_' or '-' (≤ 64)"
+            )
+        return self.root / f"{name}.json"
+
+    def save(self, name: str, target: str, facts: Iterable[Fact]) -> Path:
+        path = self.path(name)
+        snapshot = Snapshot(
+            name=name, target=target, created_at=datetime.now(UTC), facts=list(facts)
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(snapshot.model_dump_json(indent=1))
+        tmp.replace(path)  # atomic: a crash never leaves half a baseline
+        return path
+
+    def load(self, name: str) -> Snapshot:
+        path = self.path(name)
+        try:
+            snapshot = Snapshot.model_validate_json(path.read_text())
+        except FileNotFoundError:
+            known = ", ".join(sorted(p.stem for p in self.root.glob("*.json"))) or "none"
+            raise ConfigError(f"no baseline named {name!r} (known: {known})") from None
+        except (OSError, ValidationError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path}: unreadable baseline: {str(exc).splitlines()[0]}") from None
+        for fact in snapshot.facts:
+            if fact.content_digest() != fact.digest:
+                raise LedgerError(f"{path}: baseline fact {fact.id} does not match its content")
+        return snapshot
+
+    def names(self) -> list[str]:
+        return sorted(p.stem for p in self.root.glob("*.json"))
+
+
+def import_snapshot(snapshot: Snapshot, ledger: Ledger) -> list[str]:
+    """Put the snapshot's facts into the session ledger; returns their ids there."""
+    return [ledger.append(fact).id for fact in snapshot.facts]
+
+
+def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
+    found = None
+    for fact_id in ids:
+        fact = ledger.get(fact_id)
+        if fact.probe == probe and fact.ok:
+            found = fact
+    return found
+
+
+def diff(
+    table: Sequence[Comparable],
+    ledger: Ledger,
+    current_ids: Sequence[str],
+    baseline_ids: Sequence[str] | None,
+) -> list[DiffEntry]:
+    """Compare every quantity in ``table`` that both sides have.
+
+    With ``baseline_ids`` (a snapshot), baseline values come from those facts; without,
+    from the ``derived`` locations in the current facts (checkpoint metadata, log window).
+    A quantity missing on either side is left out, not guessed.
+    """
+    entries: list[DiffEntry] = []
+    for item in table:
+        now = _latest(ledger, current_ids, item.probe)
+        if now is None:
+            continue
+        current_value = resolve(now, item.path)
+        if current_value is MISSING:
+            continue
+        if baseline_ids is not None:
+            then = _latest(ledger, baseline_ids, item.probe)
+            then_path = item.path
+        elif item.derived is not None:
+            then = _latest(ledger, current_ids, item.derived[0])
+            then_path = item.derived[1]
+        else:
+            continue
+        if then is None:
+            continue
+        baseline_value = resolve(then, then_path)
+        if baseline_value is MISSING:
+            continue
+        entries.append(
+            DiffEntry(
+                key=item.key,
+                label=item.label,
+                baseline=Ref(fact=then.id, path=then_path, label=f"{item.label} (baseline)"),
+                current=Ref(fact=now.id, path=item.path, label=f"{item.label} (now)"),
+                baseline_value=baseline_value,  # type: ignore[arg-type]
+                current_value=current_value,  # type: ignore[arg-type]
+            )
+        )
+    return entries

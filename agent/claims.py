@@ -1,0 +1,287 @@
+"""Claims: typed predicates over cited facts, checked against the ledger and rendered
+from the values they were checked on.
+
+A claim can say only what its predicate checks: there is no free-text field. The
+sentence a human reads is produced by ``render`` from the predicate, the cited fact ids
+and the values found there, and it states the outcome of the check (a failing claim is
+rendered as what the facts actually show, never as the proposer hoped).
+
+Whoever proposes a claim (a rule, or an optional LLM), ``check`` rejects it when it cites
+nothing, cites a fact the ledger does not hold, or points at a value that is not there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from agent.facts import Fact, Ledger
+
+PathPart = str | int
+
+
+class Ref(BaseModel):
+    """A value inside a fact: ``Ref(fact="F-3a9c", path=("torch", "version"))``.
+
+    ``label`` names the quantity ("installed torch version"); it is a noun phrase shown
+    beside the value and asserts nothing.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    fact: str
+    path: tuple[PathPart, ...] = ()
+    label: str = ""
+
+    def show(self) -> str:
+        where = ".".join(str(p) for p in self.path) or "value"
+        return self.label or where
+
+
+class _Pred(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def refs(self) -> list[Ref]:
+        return [
+            v for v in (getattr(self, n) for n in type(self).model_fields) if isinstance(v, Ref)
+        ]
+
+
+class Equal(_Pred):
+    op: Literal["equal"] = "equal"
+    a: Ref
+    b: Ref | None = None
+    value: JsonValue = None
+
+
+class Differs(_Pred):
+    op: Literal["differs"] = "differs"
+    a: Ref
+    b: Ref | None = None
+    value: JsonValue = None
+
+
+class Contains(_Pred):
+    """``a`` (a string, or a list of strings/values) contains ``item``."""
+
+    op: Literal["contains"] = "contains"
+    a: Ref
+    item: JsonValue
+
+
+class Matches(_Pred):
+    op: Literal["matches"] = "matches"
+    a: Ref
+    pattern: str
+
+
+class AtLeast(_Pred):
+    op: Literal["at_least"] = "at_least"
+    a: Ref
+    value: float
+
+
+class AtMost(_Pred):
+    op: Literal["at_most"] = "at_most"
+    a: Ref
+    value: float
+
+
+class RatioBelow(_Pred):
+    """``a / b < ratio``: e.g. tokens/s now against the baseline's."""
+
+    op: Literal["ratio_below"] = "ratio_below"
+    a: Ref
+    b: Ref
+    ratio: float
+
+
+class RatioAtLeast(_Pred):
+    op: Literal["ratio_at_least"] = "ratio_at_least"
+    a: Ref
+    b: Ref
+    ratio: float
+
+
+class Exists(_Pred):
+    """The value is there and is not null, false, zero or empty."""
+
+    op: Literal["exists"] = "exists"
+    a: Ref
+
+
+class Absent(_Pred):
+    """The value is null, false, zero or empty (the path itself must resolve)."""
+
+    op: Literal["absent"] = "absent"
+    a: Ref
+
+
+Predicate = Annotated[
+    Equal
+    | Differs
+    | Contains
+    | Matches
+    | AtLeast
+    | AtMost
+    | RatioBelow
+    | RatioAtLeast
+    | Exists
+    | Absent,
+    Field(discriminator="op"),
+]
+
+Outcome = Literal["holds", "fails", "unverifiable", "rejected"]
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    predicate: Predicate
+
+    @property
+    def cites(self) -> list[str]:
+        seen: list[str] = []
+        for ref in self.predicate.refs():
+            if ref.fact not in seen:
+                seen.append(ref.fact)
+        return seen
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    outcome: Outcome
+    sentence: str
+    cites: tuple[str, ...]
+
+
+MISSING = object()
+
+
+def resolve(fact: Fact, path: Sequence[PathPart]) -> object:
+    """The value at ``path`` in ``fact.value``, or ``MISSING``."""
+    value: object = fact.value
+    for part in path:
+        if isinstance(value, dict) and isinstance(part, str):
+            value = value.get(part, MISSING)
+        elif isinstance(value, list) and isinstance(part, int):
+            value = value[part] if -len(value) <= part < len(value) else MISSING
+        else:
+            return MISSING
+        if value is MISSING:
+            return MISSING
+    return value
+
+
+def _truthy(value: object) -> bool:
+    return value not in (None, False, 0, 0.0, "", [], {})
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def check(claim: Claim, ledger: Ledger) -> Verdict:
+    """Check ``claim`` on the facts it cites; the verdict's sentence is rendered here."""
+    pred = claim.predicate
+    refs = pred.refs()
+    cites = tuple(claim.cites)
+    if not refs:
+        return Verdict(outcome="rejected", sentence="claim cites no fact", cites=cites)
+    values: dict[Ref, object] = {}
+    for ref in refs:
+        if ref.fact not in ledger:
+            return Verdict(
+                outcome="rejected",
+                sentence=f"claim cites {ref.fact}, which is not in the ledger",
+                cites=cites,
+            )
+        fact = ledger.get(ref.fact)
+        if not fact.ok:
+            return Verdict(
+                outcome="unverifiable",
+                sentence=f"{ref.fact} ({fact.probe}) is a failed observation: {fact.error}",
+                cites=cites,
+            )
+        value = resolve(fact, ref.path)
+        if value is MISSING:
+            return Verdict(
+                outcome="unverifiable",
+                sentence=f"{ref.fact} ({fact.probe}) has no {ref.show()}",
+                cites=cites,
+            )
+        values[ref] = value
+    holds, sentence = _evaluate(pred, values)
+    if holds is None:
+        return Verdict(outcome="unverifiable", sentence=sentence, cites=cites)
+    return Verdict(outcome="holds" if holds else "fails", sentence=sentence, cites=cites)
+
+
+def _v(ref: Ref, values: dict[Ref, object]) -> str:
+    return f"{ref.show()} = {_fmt(values[ref])} [{ref.fact}]"
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 120 else value[:117] + "...")
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]:
+    if isinstance(pred, Equal | Differs):
+        left = values[pred.a]
+        right = values[pred.b] if pred.b is not None else pred.value
+        other = _v(pred.b, values) if pred.b is not None else _fmt(pred.value)
+        same = left == right
+        verb = "equals" if same else "differs from"
+        return (
+            same if isinstance(pred, Equal) else not same
+        ), f"{_v(pred.a, values)} {verb} {other}"
+    if isinstance(pred, Contains):
+        hay = values[pred.a]
+        if (isinstance(hay, str) and isinstance(pred.item, str)) or isinstance(hay, list | dict):
+            found = pred.item in hay
+        else:
+            return None, f"{pred.a.show()} [{pred.a.fact}] is not text or a list"
+        verb = "contains" if found else "does not contain"
+        return found, f"{pred.a.show()} [{pred.a.fact}] {verb} {_fmt(pred.item)}"
+    if isinstance(pred, Matches):
+        text = values[pred.a]
+        if not isinstance(text, str):
+            return None, f"{pred.a.show()} [{pred.a.fact}] is not text"
+        found = re.search(pred.pattern, text) is not None
+        verb = "matches" if found else "does not match"
+        return found, f"{_v(pred.a, values)} {verb} /{pred.pattern}/"
+    if isinstance(pred, AtLeast | AtMost):
+        number = _number(values[pred.a])
+        if number is None:
+            return None, f"{pred.a.show()} [{pred.a.fact}] is not a number"
+        ok = number >= pred.value if isinstance(pred, AtLeast) else number <= pred.value
+        rel = ("≥" if ok else "<") if isinstance(pred, AtLeast) else ("≤" if ok else ">")
+        return ok, f"{_v(pred.a, values)} {rel} {_fmt(pred.value)}"
+    if isinstance(pred, RatioBelow | RatioAtLeast):
+        num, den = _number(values[pred.a]), _number(values[pred.b])
+        if num is None or den is None or den == 0:
+            return None, f"{pred.a.show()} / {pred.b.show()} is not a ratio of numbers"
+        ratio = num / den
+        ok = ratio < pred.ratio if isinstance(pred, RatioBelow) else ratio >= pred.ratio
+        rel = ("<" if ok else "≥") if isinstance(pred, RatioBelow) else ("≥" if ok else "<")
+        return ok, (
+            f"{_v(pred.a, values)} is {ratio:.2f}× {_v(pred.b, values)} ({rel} {pred.ratio:g}×)"
+        )
+    if isinstance(pred, Exists | Absent):
+        present = _truthy(values[pred.a])
+        text = f"{_v(pred.a, values)} ({'present' if present else 'empty'})"
+        return (present if isinstance(pred, Exists) else not present), text
+    raise AssertionError(f"unhandled predicate {type(pred).__name__}")

@@ -1,0 +1,99 @@
+"""The diagnosis graph, wiring only; the nodes live in ``agent.nodes``.
+
+    gather -> diff_baseline -> family_<kind> (one typed node per failure family, fanned
+    out with Send) -> verify -> report
+                             \\-> plan_fix -> approve -> apply -> confirm -> report
+
+``health`` mode builds the graph without the fix branch at all: there is no path from
+verify to a node that could change a target.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+
+from agent import nodes
+from agent.rules.base import Rule
+from agent.state import DiagnosisState
+
+# Our own models that the checkpointer may turn back into objects (LangGraph refuses
+# unregistered types in strict mode and warns today).
+CHECKPOINT_TYPES = [
+    ("agent.state", "DiagnosisState"),
+    ("agent.state", "FixPlan"),
+    ("agent.state", "FixOutcome"),
+    ("agent.hypotheses", "Hypothesis"),
+    ("agent.hypotheses", "Prediction"),
+    ("agent.claims", "Claim"),
+    ("agent.claims", "Verdict"),
+    ("agent.claims", "Ref"),
+    *[
+        ("agent.claims", name)
+        for name in (
+            "Equal",
+            "Differs",
+            "Contains",
+            "Matches",
+            "AtLeast",
+            "AtMost",
+            "RatioBelow",
+            "RatioAtLeast",
+            "Exists",
+            "Absent",
+        )
+    ],
+    ("agent.baseline", "DiffEntry"),
+]
+
+
+def sqlite_checkpointer(path: Path) -> SqliteSaver:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES))
+
+
+def build_graph(
+    rules: Sequence[Rule],
+    *,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    fixes: bool = True,
+) -> Any:
+    graph = StateGraph(DiagnosisState, context_schema=nodes.Doctor)
+    graph.add_node("gather", nodes.gather)
+    graph.add_node("diff_baseline", nodes.diff_baseline)
+    families = []
+    for rule in rules:
+        name = nodes.family_node_name(rule)
+        # Built per rule at run time, so the overloads cannot see its signature.
+        family: Any = nodes.make_family_node(rule)
+        graph.add_node(name, family)
+        graph.add_edge(name, "verify")
+        families.append(name)
+    graph.add_node("verify", nodes.verify_all)
+    graph.add_node("report", nodes.report)
+
+    graph.add_edge(START, "gather")
+    graph.add_edge("gather", "diff_baseline")
+    graph.add_conditional_edges("diff_baseline", nodes.fan_out, families)
+    if fixes:
+        graph.add_node("plan_fix", nodes.plan_fix)
+        graph.add_node("approve", nodes.approve)
+        graph.add_node("apply", nodes.apply)
+        graph.add_node("confirm", nodes.confirm)
+        graph.add_conditional_edges("verify", nodes.route_after_verify, ["plan_fix", "report"])
+        graph.add_edge("plan_fix", "approve")
+        graph.add_conditional_edges("approve", nodes.route_after_approve, ["apply", "report"])
+        graph.add_edge("apply", "confirm")
+        graph.add_edge("confirm", "report")
+    else:
+        graph.add_edge("verify", "report")
+    graph.add_edge("report", END)
+    return graph.compile(checkpointer=checkpointer)

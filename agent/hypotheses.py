@@ -1,0 +1,112 @@
+"""Hypotheses: a typed diagnosis made of claims, with a status that only its claims decide.
+
+Status rules (``verify``):
+- ``verified``: every claim holds (and there is at least one);
+- ``refuted``: at least one claim fails on its facts;
+- ``unverifiable``: no claim fails, but one cites a failed observation or a missing value,
+  or was rejected (cites nothing / a fact not in the ledger);
+- ``untested``: not checked yet.
+
+"What it predicts" is kept apart from the claims: predictions are things that would be
+true if the hypothesis were, that no fact checked yet; the report shows them as such.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.claims import Claim, Verdict, check
+from agent.facts import Ledger
+
+Kind = Literal[
+    "environment_drift",
+    "script_changed",
+    "compile_cache_cold",
+    "fx_trace_race",
+    "silent_eager_fallback",
+    "ineffective_monkeypatch",
+    "dataset_shape_churn",
+    "checkpoint_integrity",
+]
+
+Status = Literal["verified", "refuted", "unverifiable", "untested"]
+
+TITLES: dict[str, str] = {
+    "environment_drift": "environment drift since the known good state",
+    "script_changed": "training script or config changed since the known good state",
+    "compile_cache_cold": "compile cache cold or wiped",
+    "fx_trace_race": "FX-tracing race under per-device compilation",
+    "silent_eager_fallback": "silent eager fallback (compiled code not running)",
+    "ineffective_monkeypatch": "ineffective monkeypatch of is_fx_symbolic_tracing",
+    "dataset_shape_churn": "dataset shape churn (new sequence lengths, recompiles)",
+    "checkpoint_integrity": "checkpoint or log integrity problem",
+}
+
+
+class Prediction(BaseModel):
+    """Something the hypothesis implies that no fact has checked yet, and how to check it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    expect: str
+    probe: str
+
+
+class Hypothesis(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Kind
+    claims: tuple[Claim, ...]
+    predictions: tuple[Prediction, ...] = ()
+    probes: tuple[str, ...] = ()
+    unlocks: tuple[str, ...] = ()
+    status: Status = "untested"
+    verdicts: tuple[Verdict, ...] = ()
+    # How strongly the facts point here, for ranking: see ``rank``.
+    weight: int = Field(default=1, ge=0)
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.kind]
+
+    @property
+    def cites(self) -> list[str]:
+        seen: list[str] = []
+        for claim in self.claims:
+            seen.extend(c for c in claim.cites if c not in seen)
+        return seen
+
+    def holding(self) -> int:
+        return sum(v.outcome == "holds" for v in self.verdicts)
+
+
+def verify(hypothesis: Hypothesis, ledger: Ledger) -> Hypothesis:
+    verdicts = tuple(check(claim, ledger) for claim in hypothesis.claims)
+    outcomes = {v.outcome for v in verdicts}
+    status: Status
+    if not verdicts:
+        status = "unverifiable"
+    elif "fails" in outcomes:
+        status = "refuted"
+    elif outcomes == {"holds"}:
+        status = "verified"
+    else:
+        status = "unverifiable"
+    return hypothesis.model_copy(update={"verdicts": verdicts, "status": status})
+
+
+_STATUS_ORDER = {"verified": 0, "unverifiable": 1, "untested": 2, "refuted": 3}
+
+
+def rank(hypotheses: list[Hypothesis]) -> list[Hypothesis]:
+    """Verified first; among equals, the one with more holding claims times its weight.
+
+    A rule sets ``weight`` from the facts it found (e.g. the FX race counts the error
+    lines it saw), never from prose, so the order can be explained by the facts cited.
+    """
+    return sorted(
+        hypotheses,
+        key=lambda h: (_STATUS_ORDER[h.status], -h.holding() * h.weight, h.kind),
+    )

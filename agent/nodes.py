@@ -1,0 +1,201 @@
+"""The graph's nodes. Each takes the state and the injected ``Doctor`` (collaborators)
+and returns a partial state update. Side effects (changing a target) happen only in
+``apply``, after the ``approve`` interrupt, in a node of their own: LangGraph re-runs an
+interrupted node from its start on resume, so nothing before ``interrupt()`` in a node may
+change anything."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import structlog
+from langgraph.runtime import Runtime
+from langgraph.types import Send, interrupt
+
+from agent.baseline import BaselineStore, Comparable, diff, import_snapshot
+from agent.facts import Fact, Ledger
+from agent.hypotheses import rank, verify
+from agent.rules.base import Evidence, Rule
+from agent.state import DiagnosisState, FixOutcome, FixPlan
+
+log = structlog.get_logger(__name__)
+
+
+class Gatherer(Protocol):
+    """Runs probes on the target and returns their facts, already in the ledger."""
+
+    def __call__(self, only: frozenset[str] | None) -> list[Fact]: ...
+
+
+class Playbook(Protocol):
+    name: str
+    requires: frozenset[str]
+
+    def plan(self, evidence: Evidence) -> FixPlan: ...
+
+    def apply(self, plan: FixPlan, evidence: Evidence) -> FixOutcome: ...
+
+
+Approver = Callable[[FixPlan], tuple[bool, str]] | Literal["human", "never"]
+
+
+@dataclass
+class Doctor:
+    """Everything the graph needs from outside, passed in; nothing is built at import."""
+
+    ledger: Ledger
+    gather: Gatherer
+    rules: Sequence[Rule]
+    comparables: Sequence[Comparable] = ()
+    baselines: BaselineStore | None = None
+    playbooks: Mapping[str, Playbook] = field(default_factory=dict)
+    approver: Approver = "never"
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def gather_missing(self, have: Sequence[str], needs: frozenset[str]) -> list[Fact]:
+        """Facts for the probes in ``needs`` that no fact in ``have`` comes from yet.
+        Family nodes run side by side; the lock keeps them from sweeping twice."""
+        with self._lock:
+            probes = {self.ledger.get(i).probe for i in have}
+            missing = needs - probes
+            return self.gather(frozenset(missing)) if missing else []
+
+
+def _evidence(state: DiagnosisState, doctor: Doctor) -> Evidence:
+    return Evidence(doctor.ledger, state.facts, state.diff)
+
+
+def gather(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    doctor = runtime.context
+    facts = doctor.gather(None)
+    log.info("gathered", facts=len(facts), failed=sum(not f.ok for f in facts))
+    return {"facts": [f.id for f in facts]}
+
+
+def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    doctor = runtime.context
+    baseline_ids = None
+    imported: list[str] = []
+    if state.baseline is not None and doctor.baselines is not None:
+        snapshot = doctor.baselines.load(state.baseline)
+        imported = import_snapshot(snapshot, doctor.ledger)
+        baseline_ids = imported
+    entries = diff(doctor.comparables, doctor.ledger, state.facts, baseline_ids)
+    log.info(
+        "diffed",
+        baseline=state.baseline or "derived",
+        entries=len(entries),
+        differing=sum(e.differs for e in entries),
+    )
+    return {"diff": entries, "facts": imported}
+
+
+def fan_out(state: DiagnosisState, runtime: Runtime[Doctor]) -> list[Send]:
+    return [Send(family_node_name(rule), state) for rule in runtime.context.rules]
+
+
+def family_node_name(rule: Rule) -> str:
+    return f"family_{rule.kind}"
+
+
+def make_family_node(
+    rule: Rule,
+) -> Callable[[DiagnosisState, Runtime[Doctor]], dict[str, Any]]:
+    """A typed node for one failure family: gather what it needs first, then propose.
+    A claim cannot even be formed before its evidence exists."""
+
+    def family(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+        doctor = runtime.context
+        new = doctor.gather_missing(state.facts, rule.needs)
+        ids = [*state.facts, *(f.id for f in new if f.id not in state.facts)]
+        proposed = rule.propose(Evidence(doctor.ledger, ids, state.diff))
+        return {"facts": [f.id for f in new], "proposed": proposed}
+
+    family.__name__ = f"family_{rule.kind}"
+    return family
+
+
+def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    doctor = runtime.context
+    checked = rank([verify(h, doctor.ledger) for h in state.proposed])
+    probes_failed = sorted(
+        {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
+    )
+    if any(h.status == "verified" for h in checked):
+        verdict = "fault_found"
+    elif any(h.status == "unverifiable" for h in checked):
+        verdict = "insufficient_evidence"
+    else:
+        verdict = "no_fault_found"
+    offered = sorted(
+        {
+            name
+            for name, playbook in doctor.playbooks.items()
+            if playbook.requires <= {h.kind for h in checked if h.status == "verified"}
+        }
+    )
+    return {"hypotheses": checked, "verdict": verdict, "missing": probes_failed, "offered": offered}
+
+
+def route_after_verify(
+    state: DiagnosisState, runtime: Runtime[Doctor]
+) -> Literal["plan_fix", "report"]:
+    if state.mode == "health" or not state.offered or runtime.context.approver == "never":
+        return "report"
+    return "plan_fix"
+
+
+def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    doctor = runtime.context
+    playbook = doctor.playbooks[state.offered[0]]
+    plan = playbook.plan(_evidence(state, doctor))
+    material = {"plan": plan.model_dump(exclude={"digest"}), "facts": sorted(state.facts)}
+    digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+    return {"plan": plan.model_copy(update={"digest": digest})}
+
+
+def approve(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    assert state.plan is not None
+    approver = runtime.context.approver
+    if approver == "never":
+        return {"approved": False, "approved_by": "policy: never"}
+    if approver == "human":
+        # Nothing above this line has a side effect: on resume the node starts over.
+        answer = interrupt({"question": "apply this fix?", "plan": state.plan.model_dump()})
+        ok = (
+            isinstance(answer, dict)
+            and answer.get("approve") is True
+            and (answer.get("digest") == state.plan.digest)
+        )
+        return {"approved": ok, "approved_by": "human"}
+    ok, who = approver(state.plan)
+    return {"approved": ok, "approved_by": who}
+
+
+def route_after_approve(state: DiagnosisState) -> Literal["apply", "report"]:
+    return "apply" if state.approved else "report"
+
+
+def apply(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    doctor = runtime.context
+    assert state.plan is not None and state.approved
+    playbook = doctor.playbooks[state.plan.playbook]
+    outcome = playbook.apply(state.plan, _evidence(state, doctor))
+    return {"outcome": outcome, "facts": outcome.facts}
+
+
+def confirm(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    """Fresh facts after a fix, so the report can compare them with before."""
+    if state.outcome is None or state.outcome.status != "applied":
+        return {}
+    return {"facts": [f.id for f in runtime.context.gather(None)]}
+
+
+def report(state: DiagnosisState) -> dict[str, Any]:
+    # The report is rendered from the final state by agent.report; nothing to compute.
+    return {}

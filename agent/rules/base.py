@@ -1,0 +1,49 @@
+"""What a rule is: one failure family, the facts it needs, and how it turns them into
+hypotheses made of claims. Rules never gather anything themselves; the graph gathers
+what ``needs`` names before the rule may run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from agent.baseline import DiffEntry
+from agent.claims import MISSING, resolve
+from agent.facts import Fact, Ledger
+from agent.hypotheses import Hypothesis, Kind
+
+
+@dataclass
+class Evidence:
+    """A rule's read-only view: the session's facts, newest per probe, and the diff."""
+
+    ledger: Ledger
+    fact_ids: Sequence[str]
+    diff: Sequence[DiffEntry] = field(default_factory=list)
+
+    def latest(self, probe: str) -> Fact | None:
+        found = None
+        for fact_id in self.fact_ids:
+            fact = self.ledger.get(fact_id)
+            if fact.probe == probe:
+                found = fact
+        return found
+
+    def value(self, probe: str, *path: str | int) -> object:
+        """The value at ``path`` in the newest ``probe`` fact; None when absent or failed."""
+        fact = self.latest(probe)
+        if fact is None or not fact.ok:
+            return None
+        value = resolve(fact, path)
+        return None if value is MISSING else value
+
+    def differing(self, *keys: str) -> list[DiffEntry]:
+        return [d for d in self.diff if d.differs and (not keys or d.key in keys)]
+
+
+class Rule(Protocol):
+    kind: Kind
+    needs: frozenset[str]
+
+    def propose(self, evidence: Evidence) -> list[Hypothesis]: ...

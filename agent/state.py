@@ -1,0 +1,61 @@
+"""The diagnosis graph's state. Pydantic, so defaults apply and every field is typed;
+only JSON-able values and our own frozen models live here, because the SQLite
+checkpointer stores the state after every node (that is what makes ``resume`` work)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.baseline import DiffEntry
+from agent.hypotheses import Hypothesis
+
+
+def _union(left: list[str], right: list[str]) -> list[str]:
+    """Fact ids gathered by nodes that ran side by side, without duplicates, in order."""
+    return left + [r for r in right if r not in left]
+
+
+Mode = Literal["guided", "demo", "health", "replay"]
+Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence"]
+
+
+class FixPlan(BaseModel):
+    playbook: str
+    hypothesis: str  # the kind it answers
+    steps: list[str] = Field(default_factory=list)
+    diff: str = ""
+    digest: str = ""  # the approval is bound to this: plan + the facts it was made from
+
+
+class FixOutcome(BaseModel):
+    playbook: str
+    status: Literal["applied", "already_applied", "rolled_back", "aborted", "declined"]
+    detail: str = ""
+    facts: list[str] = Field(default_factory=list)
+
+
+class DiagnosisState(BaseModel):
+    target: str
+    """The target URI (or profile name) the session runs against."""
+    mode: Mode = "guided"
+    baseline: str | None = None
+    """Name of a stored baseline snapshot; None derives one from the workspace."""
+    facts: Annotated[list[str], _union] = Field(default_factory=list)
+    """Ids of every fact this session gathered, in the ledger."""
+    diff: list[DiffEntry] = Field(default_factory=list)
+    """Fact-by-fact differences between the baseline and now."""
+    proposed: Annotated[list[Hypothesis], operator.add] = Field(default_factory=list)
+    """What the family nodes proposed, before verification."""
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    """Verified-status, ranked."""
+    verdict: Verdict | None = None
+    missing: list[str] = Field(default_factory=list)
+    """Probes a hypothesis needed whose facts could not be gathered."""
+    offered: list[str] = Field(default_factory=list)
+    plan: FixPlan | None = None
+    approved: bool | None = None
+    approved_by: str = ""
+    outcome: FixOutcome | None = None

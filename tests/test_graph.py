@@ -1,0 +1,197 @@
+"""The diagnosis graph's mechanics, with small rules and playbooks defined here.
+
+The gatherer below stands in for the probe sweep (tests/test_diagnose*.py run the real
+one against the reference trainer): it records which probes were asked for, so the tests
+can prove a family node's facts are gathered before it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langgraph.types import Command
+
+from agent.claims import AtLeast, Claim, Ref
+from agent.facts import Fact, Ledger
+from agent.graph import build_graph, sqlite_checkpointer
+from agent.hypotheses import Hypothesis, Kind
+from agent.nodes import Doctor
+from agent.rules.base import Evidence
+from agent.state import DiagnosisState, FixOutcome, FixPlan
+
+
+class RecordingGatherer:
+    """Stand-in for the probe sweep: probe name -> value, every call recorded."""
+
+    def __init__(self, ledger: Ledger, values: dict[str, object]) -> None:
+        self.ledger = ledger
+        self.values = values
+        self.calls: list[frozenset[str] | None] = []
+
+    def __call__(self, only: frozenset[str] | None) -> list[Fact]:
+        self.calls.append(only)
+        names = sorted(self.values if only is None else only & self.values.keys())
+        return [
+            self.ledger.append(Fact(probe=n, target="local", value=self.values[n]))  # type: ignore[arg-type]
+            for n in names
+        ]
+
+
+class CountRule:
+    """Verified when probe ``needs`` reports count >= threshold."""
+
+    def __init__(
+        self, kind: Kind, probe: str, threshold: int, unlocks: tuple[str, ...] = ()
+    ) -> None:
+        self.kind = kind
+        self.needs = frozenset({probe})
+        self.probe = probe
+        self.threshold = threshold
+        self.unlocks = unlocks
+
+    def propose(self, evidence: Evidence) -> list[Hypothesis]:
+        fact = evidence.latest(self.probe)
+        assert fact is not None, "the graph must gather a rule's facts before it runs"
+        claim = Claim(predicate=AtLeast(a=Ref(fact=fact.id, path=("count",)), value=self.threshold))
+        return [Hypothesis(kind=self.kind, claims=(claim,), unlocks=self.unlocks)]
+
+
+class CountingPlaybook:
+    name = "lock-warmup"
+    requires = frozenset({"fx_trace_race"})
+
+    def __init__(self) -> None:
+        self.applied = 0
+
+    def plan(self, evidence: Evidence) -> FixPlan:
+        return FixPlan(playbook=self.name, hypothesis="fx_trace_race", steps=["add --compile-lock"])
+
+    def apply(self, plan: FixPlan, evidence: Evidence) -> FixOutcome:
+        self.applied += 1
+        return FixOutcome(playbook=self.name, status="applied")
+
+
+def doctor(values: dict[str, object], **kw: object) -> tuple[Doctor, RecordingGatherer]:
+    ledger = Ledger()
+    gatherer = RecordingGatherer(ledger, values)
+    rules = [
+        CountRule("fx_trace_race", "stdout_log", 1, ("lock-warmup",)),
+        CountRule("checkpoint_integrity", "checkpoints", 1),
+    ]
+    return Doctor(ledger=ledger, gather=gatherer, rules=rules, **kw), gatherer  # type: ignore[arg-type]
+
+
+def test_family_nodes_gather_missing_facts_first() -> None:
+    """The first sweep lacks 'checkpoints'; its family node asks for it before proposing."""
+    doc, gatherer = doctor({"stdout_log": {"count": 3}})
+    gatherer.values["checkpoints"] = {"count": 0}
+    original = gatherer.__call__
+
+    first = True
+
+    def partial(only: frozenset[str] | None) -> list[Fact]:
+        nonlocal first
+        if only is None and first:
+            first = False
+            return [f for f in original(None) if f.probe == "stdout_log"]
+        return original(only)
+
+    doc.gather = partial  # type: ignore[assignment]
+    graph = build_graph(doc.rules, fixes=False)
+    final = DiagnosisState.model_validate(
+        graph.invoke(DiagnosisState(target="local", mode="health"), context=doc)
+    )
+    assert frozenset({"checkpoints"}) in gatherer.calls
+    statuses = {h.kind: h.status for h in final.hypotheses}
+    assert statuses == {"fx_trace_race": "verified", "checkpoint_integrity": "refuted"}
+    assert final.verdict == "fault_found"
+    assert final.hypotheses[0].kind == "fx_trace_race"  # verified ranks first
+
+
+def test_no_fault_found_when_every_claim_fails() -> None:
+    doc, _ = doctor({"stdout_log": {"count": 0}, "checkpoints": {"count": 0}})
+    final = build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
+    assert final["verdict"] == "no_fault_found"
+
+
+def test_insufficient_evidence_when_a_needed_fact_failed() -> None:
+    doc, gatherer = doctor({"stdout_log": {"count": 0}})
+    # 'checkpoints' could not be observed: the rule's claim cites a failed fact.
+    doc.ledger.append(Fact(probe="checkpoints", target="local", error="permission denied"))
+    gatherer.values["checkpoints"] = None
+
+    def failing(only: frozenset[str] | None) -> list[Fact]:
+        facts = [doc.ledger.append(Fact(probe="stdout_log", target="local", value={"count": 0}))]
+        if only is None or "checkpoints" in only:
+            facts.append(
+                doc.ledger.append(
+                    Fact(probe="checkpoints", target="local", error="permission denied")
+                )
+            )
+        return facts
+
+    doc.gather = failing  # type: ignore[assignment]
+    rule = doc.rules[1]
+    original = rule.propose
+
+    def propose(evidence: Evidence) -> list[Hypothesis]:
+        fact = evidence.latest("checkpoints")
+        assert fact is not None
+        return [
+            Hypothesis(
+                kind="checkpoint_integrity",
+                claims=(Claim(predicate=AtLeast(a=Ref(fact=fact.id, path=("count",)), value=1)),),
+            )
+        ]
+
+    rule.propose = propose  # type: ignore[method-assign]
+    final = build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
+    assert final["verdict"] == "insufficient_evidence"
+    assert final["missing"] == ["checkpoints"]
+    rule.propose = original  # type: ignore[method-assign]
+
+
+def test_health_graph_has_no_fix_path() -> None:
+    doc, _ = doctor({"stdout_log": {"count": 3}, "checkpoints": {"count": 0}})
+    graph = build_graph(doc.rules, fixes=False)
+    assert not {"plan_fix", "approve", "apply", "confirm"} & set(graph.get_graph().nodes)
+
+
+def test_human_approval_interrupts_and_resume_applies_once(tmp_path: Path) -> None:
+    """The session stops at the approval; a new process (new graph, same SQLite file)
+    resumes it; the fix is applied exactly once, and only with the plan's digest."""
+    playbook = CountingPlaybook()
+    values = {"stdout_log": {"count": 3}, "checkpoints": {"count": 0}}
+    doc, _ = doctor(values, playbooks={"lock-warmup": playbook}, approver="human")
+    config = {"configurable": {"thread_id": "s1"}}
+    db = tmp_path / "graph.sqlite"
+    first = build_graph(doc.rules, checkpointer=sqlite_checkpointer(db))
+    paused = first.invoke(DiagnosisState(target="local"), config, context=doc)
+    assert "__interrupt__" in paused
+    question = paused["__interrupt__"][0].value
+    assert question["plan"]["playbook"] == "lock-warmup"
+    assert playbook.applied == 0
+
+    again = build_graph(doc.rules, checkpointer=sqlite_checkpointer(db))
+    final = again.invoke(
+        Command(resume={"approve": True, "digest": question["plan"]["digest"]}), config, context=doc
+    )
+    assert final["approved"] is True
+    assert final["outcome"].status == "applied"
+    assert playbook.applied == 1
+
+
+def test_approval_for_another_plan_is_refused(tmp_path: Path) -> None:
+    """An approval carrying a different digest does not apply anything."""
+    playbook = CountingPlaybook()
+    doc, _ = doctor(
+        {"stdout_log": {"count": 3}, "checkpoints": {"count": 0}},
+        playbooks={"lock-warmup": playbook},
+        approver="human",
+    )
+    config = {"configurable": {"thread_id": "s2"}}
+    graph = build_graph(doc.rules, checkpointer=sqlite_checkpointer(tmp_path / "g.sqlite"))
+    graph.invoke(DiagnosisState(target="local"), config, context=doc)
+    final = graph.invoke(Command(resume={"approve": True, "digest": "0" * 64}), config, context=doc)
+    assert final["approved"] is False
+    assert playbook.applied == 0
