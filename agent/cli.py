@@ -114,6 +114,7 @@ def exec_(
             accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
         ),
         header={"command": "exec", "target": str(uri)},
+        redact_hosts=[uri.host] if uri.host else [],
     )
     structlog.contextvars.bind_contextvars(session=session.id)
     try:

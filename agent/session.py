@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent.facts import Ledger
+from tools.redact import Redactor
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target
 from tools.transport.record import RecordingTransport
@@ -41,12 +43,14 @@ class Session:
         root: Path | None = None,
         ssh: SSHOptions | None = None,
         header: dict[str, Any] | None = None,
+        redact_hosts: Sequence[str] = (),
     ) -> None:
         self.id = session_id or new_session_id()
         self.dir = (root or state_home() / APP / "sessions") / self.id
         self.ssh = ssh
         self.ledger = Ledger(self.dir / "ledger.jsonl")
         self._header = header or {}
+        self._redactor = Redactor(redact_hosts)
         self._writer: TranscriptWriter | None = None
         self._pool: dict[str, Transport] = {}
         self._targets: list[Target] = []
@@ -62,6 +66,7 @@ class Session:
             self._writer = TranscriptWriter(
                 self.transcript_path,
                 {"app_version": __version__, "session": self.id, **self._header},
+                self._redactor,
             )
         return self._writer
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tools.errors import TranscriptError
+from tools.redact import Redactor
 
 FORMAT = "dflash-doctor-transcript"
 VERSION = 1
@@ -39,10 +40,19 @@ def unb64(text: str) -> bytes:
 
 class TranscriptWriter:
     """Appends events to a new transcript file; each line is flushed as it is written so a
-    crash loses at most the event being written."""
+    crash loses at most the event being written.
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+    Everything is redacted before it is written (strings, and stdout/stderr bytes, which
+    events hand over as ``bytes`` and which are stored base64-encoded). ``close`` puts the
+    redaction counts into the header and re-chains the file; a transcript whose session
+    died before that has no counts, and says so by their absence.
+    """
+
+    def __init__(
+        self, path: Path, header: dict[str, Any], redactor: Redactor | None = None
+    ) -> None:
         self.path = path
+        self.redactor = redactor or Redactor()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._fh: IO[str] = path.open("x", encoding="utf-8")
@@ -54,13 +64,25 @@ class TranscriptWriter:
             "format": FORMAT,
             "version": VERSION,
             "started_at": datetime.now(UTC).isoformat(),
-            **header,
+            **self._clean(header),
         }
         self._prev = self._emit(first)
 
+    def redact_bytes(self, data: bytes) -> bytes:
+        return self.redactor.data(data)
+
     def write(self, event: dict[str, Any]) -> None:
         self._seq += 1
-        self._prev = self._emit({**event, "seq": self._seq, "prev": self._prev})
+        self._prev = self._emit({**self._clean(event), "seq": self._seq, "prev": self._prev})
+
+    def _clean(self, event: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in event.items():
+            if isinstance(value, bytes):
+                out[key] = b64(self.redactor.data(value))
+            else:
+                out[key] = self.redactor.any(value)
+        return out
 
     def _emit(self, obj: dict[str, Any]) -> str:
         line = _line(obj)
@@ -70,7 +92,20 @@ class TranscriptWriter:
         return _sha(line)
 
     def close(self) -> None:
+        if self._fh.closed:
+            return
         self._fh.close()
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        header = json.loads(lines[0])
+        header["redacted"] = dict(sorted(self.redactor.counts.items()))
+        rechained = [_line(header)]
+        for line in lines[1:]:
+            event = json.loads(line)
+            event["prev"] = _sha(rechained[-1])
+            rechained.append(_line(event))
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(f"{line}\n" for line in rechained), encoding="utf-8")
+        tmp.replace(self.path)
 
 
 def read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

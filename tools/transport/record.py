@@ -9,7 +9,7 @@ from typing import Any
 
 from tools import errors
 from tools.errors import NotRecorded, TransportError
-from tools.transcript import TranscriptWriter, b64, unb64
+from tools.transcript import TranscriptWriter, unb64
 from tools.transport.base import CommandResult, Transport, digest
 
 Key = tuple[str, tuple[str, ...], str]
@@ -28,7 +28,10 @@ class RecordingTransport:
         stdin: bytes | None = None,
         timeout: float | None = None,
     ) -> CommandResult:
-        base = {"target": self.name, "argv": list(argv), "stdin_digest": digest(stdin)}
+        # The digest is of the stdin as the transcript would show it (redacted), so a
+        # replay built from the redacted transcript asks with the same digest.
+        redacted_stdin = None if stdin is None else self.writer.redact_bytes(stdin)
+        base = {"target": self.name, "argv": list(argv), "stdin_digest": digest(redacted_stdin)}
         try:
             result = self.inner.run(argv, stdin=stdin, timeout=timeout)
         except TransportError as exc:
@@ -41,8 +44,8 @@ class RecordingTransport:
                 **base,
                 "type": "command",
                 "rc": result.rc,
-                "stdout": b64(result.stdout),
-                "stderr": b64(result.stderr),
+                "stdout": result.stdout,
+                "stderr": result.stderr,
                 "duration": round(result.duration, 6),
             }
         )

@@ -1,0 +1,135 @@
+"""Reports, rendered only from the final state and the ledger.
+
+Every sentence in a report is either a claim verdict (rendered by ``agent.claims`` from
+the predicate and the cited values), a diff entry (two cited values), or a fact listing
+(the command that produced it). Titles name a hypothesis kind or a section; they assert
+nothing. There is no place here for free text about the target.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from agent.facts import Ledger
+from agent.hypotheses import TITLES
+from agent.state import DiagnosisState
+
+VERDICT_TEXT = {
+    "fault_found": "fault found",
+    "no_fault_found": "no fault found",
+    "insufficient_evidence": "insufficient evidence",
+}
+
+
+class Line(BaseModel):
+    text: str
+    cites: list[str]
+    outcome: Literal["holds", "fails", "unverifiable", "rejected", "info"] = "info"
+
+
+class Section(BaseModel):
+    title: str
+    status: str = ""
+    lines: list[Line]
+
+
+class Report(BaseModel):
+    target: str
+    session: str
+    verdict: str
+    sections: list[Section]
+    facts: list[dict[str, Any]]
+
+
+def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
+    sections: list[Section] = []
+    verdict = VERDICT_TEXT.get(state.verdict or "", "not yet decided")
+    for hyp in state.hypotheses:
+        lines = [
+            Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in hyp.verdicts
+        ]
+        lines += [
+            Line(text=f"not yet checked: {p.expect} (probe: {p.probe})", cites=[])
+            for p in hyp.predictions
+        ]
+        if hyp.status == "verified" and hyp.unlocks:
+            lines.append(Line(text=f"unlocks playbooks: {', '.join(hyp.unlocks)}", cites=[]))
+        sections.append(Section(title=TITLES[hyp.kind], status=hyp.status, lines=lines))
+    if state.diff:
+        sections.append(
+            Section(
+                title="baseline diff"
+                + (f" ({state.baseline})" if state.baseline else " (derived)"),
+                lines=[
+                    Line(
+                        text=f"{d.label}: {d.baseline_value!r} [{d.baseline.fact}] → "
+                        f"{d.current_value!r} [{d.current.fact}]"
+                        + ("" if d.differs else " (same)"),
+                        cites=sorted({d.baseline.fact, d.current.fact}),
+                    )
+                    for d in state.diff
+                ],
+            )
+        )
+    failed = [ledger.get(i) for i in state.facts if not ledger.get(i).ok]
+    if failed:
+        sections.append(
+            Section(
+                title="could not observe",
+                lines=[Line(text=f"{f.probe}: {f.error}", cites=[f.id]) for f in failed],
+            )
+        )
+    if state.plan is not None:
+        plan_lines = [Line(text=f"step: {s}", cites=[]) for s in state.plan.steps]
+        approval = "approved" if state.approved else "not approved"
+        plan_lines.append(Line(text=f"{approval} by {state.approved_by or 'nobody'}", cites=[]))
+        if state.outcome is not None:
+            plan_lines.append(
+                Line(
+                    text=f"{state.outcome.status}: {state.outcome.detail}",
+                    cites=state.outcome.facts,
+                )
+            )
+        sections.append(Section(title=f"fix: {state.plan.playbook}", lines=plan_lines))
+    facts = [
+        {
+            "id": f.id,
+            "probe": f.probe,
+            "command": shlex.join(f.argv),
+            "rc": f.rc,
+            "error": f.error,
+        }
+        for f in (ledger.get(i) for i in state.facts)
+    ]
+    return Report(
+        target=state.target, session=session, verdict=verdict, sections=sections, facts=facts
+    )
+
+
+_MARK = {"holds": "✔", "fails": "✘", "unverifiable": "?", "rejected": "!", "info": "·"}
+
+
+def render_markdown(report: Report) -> str:
+    out = [
+        f"# dflash-doctor report: {report.verdict}",
+        "",
+        f"- target: `{report.target}`",
+        f"- session: `{report.session}`",
+        "",
+    ]
+    for section in report.sections:
+        status = f" — {section.status}" if section.status else ""
+        out += [f"## {section.title}{status}", ""]
+        for line in section.lines:
+            cites = f" [{', '.join(line.cites)}]" if line.cites and "[" not in line.text else ""
+            out.append(f"- {_MARK[line.outcome]} {line.text}{cites}")
+        out.append("")
+    out += ["## facts", "", "| id | probe | command | rc | error |", "|---|---|---|---|---|"]
+    for f in report.facts:
+        command = f["command"].replace("|", "\\|")
+        error = (f["error"] or "").replace("|", "\\|")
+        out.append(f"| {f['id']} | {f['probe']} | `{command}` | {f['rc']} | {error} |")
+    return "\n".join(out) + "\n"
