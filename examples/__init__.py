@@ -1,0 +1,1 @@
+"""Runnable examples that dflash-doctor is exercised against (see ``dflash_trainer``)."""
