@@ -1,0 +1,390 @@
+"""Error signatures in a trainer's stdout/stderr log (``train_stdout.log``).
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+
+Every signature lives in ``SIGNATURES``, one row each: an id the rules cite, a regex
+(bytes, multiline), and what a hit means. Add a row to teach the doctor a new failure;
+a target profile can add rows of its own (``extra`` in ``scan``). For each signature the
+scan reports how often it hit, the first and last line numbers, and the first and last
+matching lines. Python tracebacks are followed to their final exception line and tied
+to the thread that raised them (``Exception in thread NAME:`` just before).
+
+Reading is bounded like the JSONL summary (see ``_lines``): overlong lines are counted,
+not held, and a file over ``max_scan`` is read as head and tail, with line numbers in
+the tail unknown (offsets are always given).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ._lines import LineReader, plan_ranges
+
+__all__ = ["SIGNATURES", "Signature", "scan"]
+
+
+class Signature(NamedTuple):
+    """One row: ``needles`` are plain substrings, at least one of which every match
+    contains; the scan finds them with ``bytes.find`` (GB/s) and runs the regex only on
+    the lines they land in. A row without needles is searched with its regex alone
+    (slower, fine for a profile's one or two extra rows)."""
+
+    id: str
+    pattern: str
+    means: str
+    needles: tuple[str, ...] = ()
+
+
+SIGNATURES: Sequence[Signature] = (
+    Signature(
+        "fx_nested_trace",
+        r"Detected that you are using FX to symbolically trace a dynamo-optimized function",
+        "a compiled function was called while an FX trace was active in the process "
+        "(another thread compiling, or a real nested trace): it raised, or ran eager when "
+        "error_on_nested_fx_trace is off",
+        ("symbolically trace a dynamo-optimized",),
+    ),
+    Signature(
+        "recompile_limit",
+        r"torch\._dynamo hit config\.(?:accumulated_)?(?:recompile_limit|cache_size_limit)"
+        r"|cache_size_limit reached|exceeded (?:the )?(?:recompile|cache size) limit",
+        "dynamo stopped recompiling a function: it runs eager from then on",
+        ("hit config.", "cache_size_limit reached", "exceeded "),
+    ),
+    Signature(
+        "eager_fallback",
+        r"[Ff]all(?:ing)? back to eager|fallback to eager|[Rr]unning (?:in )?eager mode",
+        "compiled code fell back to eager execution",
+        ("back to eager", "fallback to eager", "eager mode"),
+    ),
+    Signature(
+        "recompile",
+        r"Recompiling function|[Rr]ecompil(?:e|ation) reasons?",
+        "dynamo recompiled a function (new shapes or guards); logged with TORCH_LOGS=recompiles",
+        ("ecompil",),
+    ),
+    Signature(
+        "inductor_error",
+        r"InductorError|BackendCompilerFailed|backend='inductor' raised",
+        "the inductor backend failed while compiling",
+        ("InductorError", "BackendCompilerFailed", "backend='inductor' raised"),
+    ),
+    Signature(
+        "keyerror_custom",
+        r"KeyError: 'custom'",
+        "KeyError 'custom' seen when threads compile flex_attention concurrently",
+        ("KeyError: 'custom'",),
+    ),
+    Signature(
+        "cuda_oom",
+        r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED",
+        "a GPU ran out of memory",
+        ("out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"),
+    ),
+    Signature(
+        "nccl_timeout",
+        r"Watchdog caught collective operation timeout|ProcessGroupNCCL[^\n]*[Tt]ime ?out"
+        r"|NCCL communicator was aborted|[Cc]ollective operation timeout",
+        "a collective operation timed out (a rank stalled or died)",
+        ("ollective operation timeout", "ProcessGroupNCCL", "NCCL communicator was aborted"),
+    ),
+    Signature(
+        "nccl_error",
+        r"NCCL error|nccl(?:UnhandledCuda|System|Internal|InvalidUsage|Remote)Error"
+        r"|DistBackendError",
+        "NCCL reported an error",
+        ("NCCL error", "nccl", "DistBackendError"),
+    ),
+    Signature(
+        "cuda_error",
+        r"CUDA error: |device-side assert triggered|illegal memory access",
+        "a CUDA runtime error",
+        ("CUDA error: ", "device-side assert", "illegal memory access"),
+    ),
+    Signature(
+        "killed",
+        r"(?:^|[\]:] ?)Killed\s*$|Segmentation fault|core dumped|[Ff]atal Python error",
+        "the process died (OOM killer, segfault, fatal interpreter error)",
+        ("Killed", "Segmentation fault", "core dumped", "atal Python error"),
+    ),
+    Signature(
+        "thread_exception",
+        r"Exception in (?:thread|process) [^\n]*",
+        "an exception escaped a thread or worker process (the name follows)",
+        ("Exception in thread ", "Exception in process "),
+    ),
+    Signature(
+        "traceback",
+        r"Traceback \(most recent call last\):",
+        "a Python traceback (its final exception line is reported)",
+        ("Traceback (most recent call last):",),
+    ),
+)
+
+SAMPLE = 300
+TB_LINES = 5000  # a traceback longer than this is reported without its exception line
+_THREAD = re.compile(rb"Exception in (?:thread|process) (.*?):?\s*$")
+_TB_HEAD = b"Traceback (most recent call last):"
+# What trainers and launchers put before each line: a timestamp, [tags], "[rank0]:".
+_PREFIX = re.compile(rb"^[0-9TZ:.,/ +-]*(?:\[[^\]\n]*\]:? ?)*")
+# Lines that continue a traceback once the prefix is gone: indented frames, blanks, and
+# the banners between chained exceptions.
+_TB_CONT = (
+    b" ",
+    b"\t",
+    b"Traceback (most",
+    b"During handling of the above",
+    b"The above exception was",
+)
+
+
+def _tb_end(data: bytes, pos: int, prefix: bytes, budget: int) -> tuple[int, int, int]:
+    """Find the exception line that ends a traceback, reading lines from ``pos``.
+
+    Returns (start, end, lines read); start is -1 when the block ended first (or the
+    budget of lines ran out: then lines read is ``budget``)."""
+    n = 0
+    while pos < len(data) and n < budget:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = len(data)
+        line = data[pos:end]
+        n += 1
+        if prefix and line.startswith(prefix):
+            body = line[len(prefix) :]
+        else:
+            m = _PREFIX.match(line)
+            body = line[m.end() :] if m else line
+        if body.strip() and not body.startswith(_TB_CONT):
+            return pos, end, n
+        pos = end + 1
+    return -1, -1, n
+
+
+def _clip(raw: bytes) -> str:
+    return raw[:SAMPLE].decode("utf-8", "replace").rstrip("\r")
+
+
+class _Hit:
+    __slots__ = (
+        "count",
+        "first",
+        "first_line",
+        "first_offset",
+        "last",
+        "last_line",
+        "last_offset",
+    )
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first_line: int | None = None
+        self.first_offset = 0
+        self.first = ""
+        self.last_line: int | None = None
+        self.last_offset = 0
+        self.last = ""
+
+    def add(self, line: int | None, offset: int, text: bytes) -> None:
+        if not self.count:
+            self.first_line, self.first_offset, self.first = line, offset, _clip(text)
+        self.count += 1
+        self.last_line, self.last_offset = line, offset
+        self.last = _clip(text) if self.count > 1 else self.first
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "first_line": self.first_line,
+            "first_offset": self.first_offset,
+            "first": self.first,
+            "last_line": self.last_line,
+            "last_offset": self.last_offset,
+            "last": self.last,
+        }
+
+
+class _Scanner:
+    def __init__(self, signatures: Sequence[Signature]) -> None:
+        self.signatures = list(signatures)
+        self.compiled = [
+            (sig, re.compile(sig.pattern.encode(), re.M), [n.encode() for n in sig.needles])
+            for sig in self.signatures
+        ]
+        self.hits = [_Hit() for _ in self.signatures]
+        self.exceptions: dict[str, _Hit] = {}
+        self.threads: dict[str, _Hit] = {}
+        self.pending_thread: str | None = None  # "Exception in thread X:" just seen
+        self.pending_thread_line: int | None = None
+        self.pending_tb: dict[str, Any] | None = None  # traceback still open at block end
+        self.tail: deque[str] = deque(maxlen=10)
+
+    def _exception(self, line: int | None, offset: int, text: bytes, thread: str | None) -> None:
+        m = _PREFIX.match(text)
+        if m:
+            text = text[m.end() :]
+        head = text.split(b":", 1)[0].strip()
+        name = head.decode("utf-8", "replace")[:120] if head else "?"
+        self.exceptions.setdefault(name, _Hit()).add(line, offset, text)
+        if thread is not None:
+            key = f"{thread} -> {name}"
+            self.threads.setdefault(key, _Hit()).add(line, offset, text)
+
+    def candidates(self, data: bytes) -> list[tuple[int, int, int]]:
+        """(line start, line end, signature index) of every matching line, in order."""
+        found: list[tuple[int, int, int]] = []
+        for index, (_sig, regex, needles) in enumerate(self.compiled):
+            if not needles:
+                for m in regex.finditer(data):
+                    start = data.rfind(b"\n", 0, m.start()) + 1
+                    end = data.find(b"\n", m.start())
+                    found.append((start, end if end >= 0 else len(data), index))
+                continue
+            seen: set[int] = set()
+            for needle in needles:
+                pos = data.find(needle)
+                while pos >= 0:
+                    start = data.rfind(b"\n", 0, pos) + 1
+                    end = data.find(b"\n", pos)
+                    if end < 0:
+                        end = len(data)
+                    if start not in seen and regex.search(data, start, end):
+                        seen.add(start)
+                        found.append((start, end, index))
+                    pos = data.find(needle, end)
+        found.sort()
+        return found
+
+    def block(self, first_line: int | None, offset: int, data: bytes) -> None:
+        tb = self.pending_tb
+        if tb is not None:
+            self.pending_tb = None
+            start, end, n = _tb_end(data, 0, tb["prefix"], TB_LINES - tb["lines"])
+            if start >= 0:
+                line = None if first_line is None else first_line + data.count(b"\n", 0, start)
+                self._exception(line, offset + start, data[start:end], tb["thread"])
+            elif tb["lines"] + n < TB_LINES:
+                tb["lines"] += n
+                self.pending_tb = tb
+        cursor, line = 0, first_line
+        for start, end, index in self.candidates(data):
+            if line is not None:
+                line += data.count(b"\n", cursor, start)
+            cursor = start
+            text = data[start:end]
+            self.hits[index].add(line, offset + start, text)
+            sig = self.signatures[index].id
+            if sig == "thread_exception":
+                t = _THREAD.search(text)
+                self.pending_thread = _clip(t.group(1)) if t else "?"
+                self.pending_thread_line = line
+            elif sig == "traceback":
+                thread = None
+                if self.pending_thread is not None and (
+                    line is None or self.pending_thread_line == line - 1
+                ):
+                    thread = self.pending_thread
+                self.pending_thread = None
+                prefix = text[: text.find(_TB_HEAD)] if _TB_HEAD in text else b""
+                tb_start, tb_end, n = _tb_end(data, end + 1, prefix, TB_LINES)
+                if tb_start >= 0:
+                    tb_line = None if line is None else line + data.count(b"\n", start, tb_start)
+                    self._exception(tb_line, offset + tb_start, data[tb_start:tb_end], thread)
+                elif n < TB_LINES:
+                    self.pending_tb = {"thread": thread, "prefix": prefix, "lines": n}
+
+    def end(self, data_tail: Sequence[bytes]) -> None:
+        for raw in data_tail:
+            self.tail.append(_clip(raw))
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "signatures": {
+                sig.id: dict(self.hits[i].summary(), means=sig.means)
+                for i, sig in enumerate(self.signatures)
+            },
+            "exceptions": {k: v.summary() for k, v in sorted(self.exceptions.items())},
+            "thread_exceptions": {k: v.summary() for k, v in sorted(self.threads.items())},
+            "open_traceback_at_end": self.pending_tb is not None,
+        }
+
+
+def compile_signatures(extra: Sequence[Mapping[str, Any]] = ()) -> list[Signature]:
+    """The table plus a profile's own rows; a bad row raises ValueError naming it."""
+    rows = list(SIGNATURES)
+    known = {s.id for s in rows}
+    for row in extra:
+        sid, pattern = row.get("id"), row.get("pattern")
+        if not sid or not pattern or sid in known:
+            raise ValueError(f"signature {sid!r}: needs a new id and a pattern")
+        try:
+            re.compile(pattern.encode())
+        except re.error as exc:
+            raise ValueError(f"signature {sid!r}: bad regex: {exc}") from None
+        needles = tuple(row.get("needles", ()))
+        rows.append(Signature(sid, pattern, row.get("means", ""), needles))
+        known.add(sid)
+    return rows
+
+
+def scan(
+    f: io.FileIO,
+    *,
+    extra: Sequence[Mapping[str, Any]] = (),
+    max_scan: int = 512 << 20,
+    head: int = 8 << 20,
+    max_line: int = 1 << 20,
+    tail_lines: int = 10,
+) -> dict[str, Any]:
+    """Scan the log open in ``f`` (binary) for every signature."""
+    signatures = compile_signatures(extra)
+    size = os.fstat(f.fileno()).st_size
+    ranges = plan_ranges(size, max_scan, head)
+    scanner = _Scanner(signatures)
+    lines = overlong = bytes_read = 0
+    cut = False
+    last_lines: deque[bytes] = deque(maxlen=tail_lines)
+    for i, (start, end) in enumerate(ranges):
+        if i:
+            scanner.pending_tb = None
+            scanner.pending_thread = None
+            last_lines.clear()
+        reader = LineReader(
+            f,
+            start,
+            end,
+            max_line=max_line,
+            first_line=1 if start == 0 else None,
+            at_eof=end == size,
+        )
+        for b in reader:
+            scanner.block(b.first_line, b.offset, b.data)
+            # Only the end of the last block matters for the tail; keep it cheap.
+            last_lines.extend(b.data[-tail_lines * (SAMPLE + 1) :].split(b"\n")[-tail_lines:])
+        lines += reader.lines
+        overlong += reader.overlong
+        bytes_read += reader.bytes_read
+        cut = cut or reader.cut_last_line
+    scanner.end(list(last_lines))
+    out = scanner.result()
+    out.update(
+        {
+            "size": size,
+            "lines_read": lines,
+            "overlong_lines": overlong,
+            "unterminated_last_line": cut,
+            "tail": list(scanner.tail),
+            "coverage": {
+                "mode": "full" if len(ranges) == 1 else "head+tail",
+                "ranges": [[s, e] for s, e in ranges],
+                "bytes_read": bytes_read,
+                "skipped_bytes": size - sum(e - s for s, e in ranges),
+            },
+        }
+    )
+    return out

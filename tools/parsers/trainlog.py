@@ -1,0 +1,939 @@
+# Shipped to targets running Python 3.8: zip(strict=) and itertools.pairwise are 3.10+.
+# ruff: noqa: B905
+"""Streaming summary of a ``train_log.jsonl``: steps, throughput, loss, time, damage.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+
+One pass, bounded memory whatever the file's size (see ``_lines``): the throughput and
+loss series are kept as windowed medians (about ``windows`` of them), the overall
+quantiles come from at most ``max_values`` values (a systematic sample past that, and
+the summary says so), restarts and gaps keep their first/largest few. Real logs differ
+in schema, so the step, loss, throughput and time fields are found among common names
+(``FIELD_ALIASES``) unless the caller names them; throughput is normalised to tokens/s
+(``ktok_s`` and friends are multiplied by 1000).
+
+Malformed lines are counted by reason, with the first few kept as samples, and never
+stop the summary: binary garbage, a line that is not a JSON object, a line over
+``max_line`` bytes, and a last line cut mid-write are all facts about the log.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import json
+import math
+import os
+from bisect import bisect_left
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from itertools import compress, repeat
+from operator import is_not, itemgetter, sub
+from typing import Any, NamedTuple
+
+from ._lines import LineReader, plan_ranges
+
+__all__ = ["FIELD_ALIASES", "THROUGHPUT_SCALE", "summarize"]
+
+# Field names seen in real trainers' JSONL logs, most likely first.
+FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "step": ("step", "global_step", "iteration", "iter", "train/step", "trainer/global_step"),
+    "loss": ("loss", "train_loss", "train/loss", "lm_loss", "total_loss"),
+    "throughput": (
+        "tok/s",
+        "tokens_per_sec",
+        "tok_per_sec",
+        "tokens_per_s",
+        "tok_per_s",
+        "tokens_per_second",
+        "tokens/s",
+        "tok_s",
+        "tps",
+        "throughput",
+        "train/tokens_per_sec",
+        "ktok_s",
+        "ktok/s",
+        "Ktok/s",
+        "ktok_per_sec",
+        "ktokens_per_sec",
+    ),
+    "time": ("time", "timestamp", "ts", "wall_time", "walltime", "_timestamp", "t"),
+}
+# Multiplier to tokens/s for throughput fields whose unit is not tokens/s.
+THROUGHPUT_SCALE: dict[str, float] = {
+    "ktok_s": 1000.0,
+    "ktok/s": 1000.0,
+    "Ktok/s": 1000.0,
+    "ktok_per_sec": 1000.0,
+    "ktokens_per_sec": 1000.0,
+}
+UNIT_SCALE = {"tok/s": 1.0, "ktok/s": 1000.0, "mtok/s": 1e6}
+
+# Fields that split one log into series (one per device and role): steps restart per
+# series, and throughput is compared per series.
+GROUP_ALIASES = ("role", "device", "rank", "local_rank")
+MAX_GROUPS = 64
+SAMPLES = 5  # malformed-line samples, restarts, gaps kept
+SAMPLE_BYTES = 160
+
+
+class _Series:
+    """Quantiles from a bounded sample: every value until ``cap``, then every 2nd, 4th…"""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.values: list[float] = []
+        self.stride = 1
+        self.next_pos = 0  # index (among all values seen) of the next value to keep
+        self.count = 0
+        self.lo = math.inf
+        self.hi = -math.inf
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def extend(self, vals: list[float]) -> None:
+        if not vals:
+            return
+        n = len(vals)
+        lo, hi = min(vals), max(vals)
+        if lo < self.lo:
+            self.lo = lo
+        if hi > self.hi:
+            self.hi = hi
+        if self.first is None:
+            self.first = vals[0]
+        self.last = vals[-1]
+        start = self.next_pos - self.count
+        if start < n:
+            kept = vals[start :: self.stride]
+            self.values.extend(kept)
+            self.next_pos += len(kept) * self.stride
+        self.count += n
+        while len(self.values) >= self.cap:
+            # Halve the sample; the next value kept is one stride (the new one) after
+            # the last value that survived the halving.
+            last_survives = (len(self.values) - 1) % 2 == 0
+            del self.values[1::2]
+            if last_survives:
+                self.next_pos += self.stride
+            self.stride *= 2
+
+    def summary(self) -> dict[str, Any]:
+        if not self.count:
+            return {"count": 0}
+        vals = sorted(self.values)
+        return {
+            "count": self.count,
+            "first": self.first,
+            "last": self.last,
+            "min": self.lo,
+            "max": self.hi,
+            "p10": _quantile(vals, 0.1),
+            "median": _quantile(vals, 0.5),
+            "p90": _quantile(vals, 0.9),
+            "exact": self.stride == 1,
+            "sampled_every": self.stride,
+        }
+
+
+def _quantile(sorted_vals: Sequence[float], q: float) -> float | None:
+    if not sorted_vals:
+        return None
+    pos = (len(sorted_vals) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def _median(vals: list[float]) -> float | None:
+    return _quantile(sorted(vals), 0.5) if vals else None
+
+
+def _to_time(v: Any) -> float | None:
+    """Epoch seconds from a number (seconds or milliseconds) or an ISO-8601 string."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        t = float(v)
+    elif isinstance(v, str):
+        try:
+            t = float(v)
+        except ValueError:
+            try:
+                s = v[:-1] + "+00:00" if v.endswith("Z") else v
+                return datetime.fromisoformat(s).timestamp()
+            except ValueError:
+                return None
+    else:
+        return None
+    if not math.isfinite(t):
+        return None
+    return t / 1000.0 if t > 1e11 else t
+
+
+_NUMERIC = frozenset((int, float))
+_NUMERIC_OR_NONE = frozenset((int, float, type(None)))
+
+
+class _Col(NamedTuple):
+    """A column of one field over a batch of records: numbers, or None where a record has
+    no number there; ``full`` when every record has one (the fast, common case)."""
+
+    vals: list[float | None]
+    full: bool
+
+    def present(self) -> tuple[list[float], list[int] | None]:
+        """The numbers that are there, and their indices (None when all are there)."""
+        if self.full:
+            return self.vals, None  # type: ignore[return-value]
+        there = list(map(is_not, self.vals, repeat(None)))
+        vals: list[Any] = list(compress(self.vals, there))
+        return vals, list(compress(range(len(there)), there))
+
+    def part(self, i: int, j: int) -> _Col:
+        return _Col(self.vals[i:j], self.full)
+
+    def take(self, pick: Any) -> _Col:
+        """The values at the indices ``pick`` (an itemgetter) selects."""
+        return _Col(list(pick(self.vals)), self.full)
+
+
+def _numbers(col: list[Any]) -> _Col:
+    """``col`` with everything that is not an int or float (None, bools, strings) as None."""
+    types = set(map(type, col))
+    if types <= _NUMERIC:
+        return _Col(col, True)
+    if types <= _NUMERIC_OR_NONE:
+        return _Col(col, False)
+    return _Col([v if type(v) in _NUMERIC else None for v in col], False)
+
+
+def _finite(vals: list[Any]) -> tuple[list[float], int]:
+    """Drop NaN and infinities; a finite sum proves there are none, at C speed."""
+    if math.isfinite(sum(vals)):
+        return vals, 0
+    kept = [v for v in vals if math.isfinite(v)]
+    return kept, len(vals) - len(kept)
+
+
+def _picker(idx: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """``itemgetter(*idx)`` that returns a tuple even for one index."""
+    if len(idx) == 1:
+        i = idx[0]
+        return lambda seq: (seq[i],)
+    getter: Any = itemgetter(*idx)
+    return getter  # type: ignore[no-any-return]
+
+
+def _lookup(d: dict[str, Any], name: str) -> Any:
+    """``d[name]``; a dotted name the profile gave also reaches into nested objects."""
+    if name in d:
+        return d[name]
+    if "." in name:
+        cur: Any = d
+        for part in name.split("."):
+            if not isinstance(cur, dict) or part not in cur:
+                return None
+            cur = cur[part]
+        return cur
+    return None
+
+
+class _Window:
+    """A run of consecutive records (``window_records`` of them) reduced to medians."""
+
+    __slots__ = (
+        "by_group",
+        "first_line",
+        "first_step",
+        "last_step",
+        "loss",
+        "n",
+        "t_first",
+        "t_last",
+        "tok",
+    )
+
+    def __init__(self) -> None:
+        self.first_line: int | None = None
+        self.first_step: float | None = None
+        self.last_step: float | None = None
+        self.n = 0
+        self.t_first: float | None = None
+        self.t_last: float | None = None
+        self.tok: list[float] = []
+        self.loss: list[float] = []
+        self.by_group: dict[str, list[float]] = {}
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "first_line": self.first_line,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "records": self.n,
+            "t_first": self.t_first,
+            "t_last": self.t_last,
+            "tok_s_median": _median(self.tok),
+            "loss_median": _median(self.loss),
+        }
+        if self.by_group:
+            out["tok_s_median_by_group"] = {g: _median(v) for g, v in sorted(self.by_group.items())}
+        return out
+
+
+class _Top:
+    """The ``k`` largest items seen, by a numeric key."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.heap: list[tuple[float, int, dict[str, Any]]] = []
+        self.seq = 0
+
+    def floor(self) -> float:
+        return self.heap[0][0] if len(self.heap) >= self.k else -math.inf
+
+    def push(self, key: float, item: dict[str, Any]) -> None:
+        self.seq += 1
+        entry = (key, self.seq, item)
+        if len(self.heap) < self.k:
+            heapq.heappush(self.heap, entry)
+        elif key > self.heap[0][0]:
+            heapq.heapreplace(self.heap, entry)
+
+    def items(self) -> list[dict[str, Any]]:
+        return [e[2] for e in sorted(self.heap, key=lambda e: (-e[0], e[1]))]
+
+
+def _diffs(vals: list[float], prev: float | None) -> tuple[list[float], int]:
+    """Successive differences, and the index in ``vals`` the first one belongs to."""
+    if prev is not None:
+        return list(map(sub, vals, [prev, *vals[:-1]])), 0
+    return list(map(sub, vals[1:], vals[:-1])), 1
+
+
+def _largest(diffs: list[float], floor: float) -> list[int]:
+    """Indices of the few largest differences above ``floor``."""
+    if not diffs or max(diffs) <= floor:
+        return []
+    return heapq.nlargest(
+        SAMPLES, (k for k, dd in enumerate(diffs) if dd > floor), key=diffs.__getitem__
+    )
+
+
+class _Steps:
+    """Step numbers of one series (one device, or the whole log when it has no devices):
+    range, restarts (the step went back), duplicates, the typical increment, the largest
+    jumps."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: float | None = None
+        self.last: float | None = None
+        self.lo = math.inf
+        self.hi = -math.inf
+        self.restarts = 0
+        self.restart_samples: list[dict[str, Any]] = []
+        self.duplicates = 0
+        self.increments: Counter[float] = Counter()
+        self.jumps = _Top(SAMPLES)
+
+    def add(self, steps: _Col, lines: list[int | None], offsets: list[int]) -> None:
+        vals, idx = steps.present()
+        if not vals:
+            return
+        self.count += len(vals)
+        if self.first is None:
+            self.first = vals[0]
+        self.lo = min(self.lo, min(vals))
+        self.hi = max(self.hi, max(vals))
+        prev = self.last
+        diffs, base = _diffs(vals, prev)
+        self.last = vals[-1]
+
+        def at(k: int) -> dict[str, Any]:
+            i = k + base if idx is None else idx[k + base]
+            before = vals[k + base - 1] if k + base > 0 else prev
+            return {
+                "line": lines[i],
+                "offset": offsets[i],
+                "from_step": before,
+                "to_step": vals[k + base],
+            }
+
+        if not diffs:
+            return
+        if min(diffs) < 0:
+            for k, dd in enumerate(diffs):
+                if dd < 0:
+                    self.restarts += 1
+                    if len(self.restart_samples) < SAMPLES:
+                        self.restart_samples.append(at(k))
+        self.duplicates += diffs.count(0)
+        if len(self.increments) < 1000:
+            self.increments.update(diffs)
+        for k in _largest(diffs, self.jumps.floor()):
+            self.jumps.push(diffs[k], at(k))
+
+    def summary(self) -> dict[str, Any]:
+        positive = [(c, inc) for inc, c in self.increments.items() if inc > 0]
+        typical = max(positive)[1] if positive else None
+        jumps = self.jumps.items()
+        if typical is not None:
+            jumps = [j for j in jumps if j["to_step"] - j["from_step"] > typical]
+        return {
+            "count": self.count,
+            "first": self.first,
+            "last": self.last,
+            "min": self.lo if self.count else None,
+            "max": self.hi if self.count else None,
+            "typical_increment": typical,
+            "restarts": self.restarts,
+            "restart_samples": self.restart_samples,
+            "duplicates": self.duplicates,
+            "largest_jumps": jumps,
+        }
+
+
+class _Group:
+    """Everything kept per series (per device/role when the log has several)."""
+
+    def __init__(self, max_values: int) -> None:
+        self.records = 0
+        self.steps = _Steps()
+        self.tok = _Series(max_values)
+        self.recent_tok: deque[float] = deque(maxlen=50)
+        self.loss = _Series(max_values)
+
+    def summary(self) -> dict[str, Any]:
+        tok = self.tok.summary()
+        tok["recent_median"] = _median(list(self.recent_tok))
+        tok["recent_records"] = len(self.recent_tok)
+        return {
+            "records": self.records,
+            "steps": self.steps.summary(),
+            "throughput": tok,
+            "loss": self.loss.summary(),
+        }
+
+
+class _Summarizer:
+    """Accumulates blocks of records column by column: list comprehensions and builtins
+    (``min``, ``sum``, ``map(sub)``) do the per-record work at C speed, and Python-level
+    loops run only where something is off (a restart, a gap, a missing field)."""
+
+    def __init__(
+        self, fields: dict[str, Any], scale: float | None, window: int, max_values: int
+    ) -> None:
+        group = fields.get("group")
+        self.group_keys: tuple[str, ...] | None = (
+            None if group is None else tuple([group] if isinstance(group, str) else group)
+        )
+        self.fixed = {k: v for k, v in fields.items() if k in FIELD_ALIASES and v}
+        self.keys: dict[str, str | None] = {k: self.fixed.get(k) for k in FIELD_ALIASES}
+        self.fixed_scale = scale
+        self.scale = scale if scale is not None else 1.0
+        self.window_size = window
+        self.max_values = max_values
+        self.records = 0
+        self.blank = 0
+        self.malformed: dict[str, int] = {}
+        self.malformed_samples: list[dict[str, Any]] = []
+        self.keys_seen: dict[str, int] = {}
+        self.schema_changes: list[dict[str, Any]] = []
+        self.alias_cache: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        self.all = _Group(max_values)
+        self.groups: dict[str, _Group] = {}
+        self.labels: dict[Any, str] = {}
+        self.nonfinite = {"throughput": 0, "loss": 0}
+        self.t_first: float | None = None
+        self.t_last: float | None = None
+        self.prev_t: float | None = None
+        self.t_count = 0
+        self.t_backwards = 0
+        self.t_unparsed = 0
+        self.intervals = _Series(max_values)
+        self.gaps = _Top(SAMPLES)
+        self.windows: list[dict[str, Any]] = []
+        self.win = _Window()
+        self.last_records: deque[dict[str, Any]] = deque(maxlen=3)
+
+    # -- damage -------------------------------------------------------------------
+    def bad(self, reason: str, line: int | None, offset: int, raw: bytes) -> None:
+        self.malformed[reason] = self.malformed.get(reason, 0) + 1
+        if len(self.malformed_samples) < SAMPLES:
+            self.malformed_samples.append(
+                {
+                    "line": line,
+                    "offset": offset,
+                    "reason": reason,
+                    "sample": raw[:SAMPLE_BYTES].decode("utf-8", "replace"),
+                }
+            )
+
+    # -- columns ------------------------------------------------------------------
+    def column(self, role: str, recs: list[dict[str, Any]], lines: list[int | None]) -> list[Any]:
+        key = self.keys[role]
+        if role in self.fixed:
+            assert key is not None
+            if "." in key:
+                return [_lookup(d, key) for d in recs]
+            return [d.get(key) for d in recs]
+        col: list[Any]
+        if key is not None:
+            try:
+                # itemgetter through map runs at C speed; a record without the key
+                # raises, and the slower path below finds an alias for it.
+                return list(map(itemgetter(key), recs))
+            except KeyError:
+                col = [d.get(key) for d in recs]
+        else:
+            col = [None] * len(recs)
+        # Some records lack the field under its current name: look for an alias, once
+        # per distinct key layout (records of one trainer share their keys' order).
+        scales: list[float] | None = None
+        for i, d in enumerate(recs):
+            if col[i] is not None:
+                continue
+            layout = (role, tuple(d))
+            if layout in self.alias_cache:
+                name = self.alias_cache[layout]
+            else:
+                name = next((a for a in FIELD_ALIASES[role] if a in d), None)
+                if len(self.alias_cache) < 256:
+                    self.alias_cache[layout] = name
+            if name is None:
+                continue
+            if name != self.keys[role]:
+                if self.keys[role] is not None and len(self.schema_changes) < SAMPLES:
+                    self.schema_changes.append(
+                        {"line": lines[i], "field": role, "from": self.keys[role], "to": name}
+                    )
+                self.keys[role] = name
+            col[i] = d[name]
+            if role == "throughput" and self.fixed_scale is None:
+                if scales is None:
+                    scales = [self.scale] * len(recs)
+                scales[i] = THROUGHPUT_SCALE.get(name, 1.0)
+        if scales is not None:
+            # Values read under an alias carry that alias' unit; batch() multiplies by
+            # the current scale, so divide it out here.
+            new_scale = THROUGHPUT_SCALE.get(self.keys[role] or "", 1.0)
+            col = [v * sc / new_scale if type(v) in _NUMERIC else v for v, sc in zip(col, scales)]
+            self.scale = new_scale
+        return col
+
+    def times(self, recs: list[dict[str, Any]], lines: list[int | None]) -> _Col:
+        raw = self.column("time", recs, lines)
+        col = _numbers(raw)
+        if col.full:
+            if col.vals and col.vals[0] > 1e11:  # type: ignore[operator]  # epoch ms
+                return _Col([v / 1000.0 for v in col.vals], True)  # type: ignore[operator]
+            return col
+        out: list[float | None] = []
+        for r in raw:
+            t = _to_time(r)
+            if t is None and r is not None:
+                self.t_unparsed += 1
+            out.append(t)
+        return _Col(out, None not in out)
+
+    def group_labels(self, recs: list[dict[str, Any]]) -> list[str] | None:
+        """Each record's series label (``role=drafter,device=cuda:5``), or None when
+        the log has one series. Without a profile, the grouping fields are the ones of
+        ``GROUP_ALIASES`` that the first record has."""
+        if self.group_keys is None:
+            self.group_keys = tuple(k for k in GROUP_ALIASES if k in recs[0])
+        keys = self.group_keys
+        if not keys:
+            return None
+        try:
+            raw = list(map(itemgetter(*keys), recs))
+        except KeyError:
+            raw = [tuple(d.get(k) for k in keys) if len(keys) > 1 else d.get(keys[0]) for d in recs]
+        labels = self.labels
+        try:
+            missing = set(raw).difference(labels)
+        except TypeError:  # a list or object where a device name belongs
+            raw = [json.dumps(v, sort_keys=True, default=str) for v in raw]
+            missing = set(raw).difference(labels)
+        for v in missing:
+            vals = v if len(keys) > 1 else (v,)
+            label = ",".join(f"{k}={x}" for k, x in zip(keys, vals))
+            # Past MAX_GROUPS, further series share one bucket: memory stays bounded.
+            labels[v] = label if len(set(labels.values())) < MAX_GROUPS else "other"
+        return list(map(labels.__getitem__, raw))
+
+    # -- a batch of records ---------------------------------------------------------
+    def batch(
+        self, recs: list[dict[str, Any]], lines: list[int | None], offsets: list[int]
+    ) -> None:
+        n = len(recs)
+        if not n:
+            return
+        self.records += n
+        if len(self.keys_seen) < 64:
+            for d in (recs[0], recs[-1]):
+                for k in d:
+                    self.keys_seen[k] = self.keys_seen.get(k, 0) + 1
+        self.last_records.extend(recs[-3:])
+        steps = _numbers(self.column("step", recs, lines))
+        toks = _numbers(self.column("throughput", recs, lines))
+        if self.scale != 1.0:
+            toks = _Col([v * self.scale if v is not None else None for v in toks.vals], toks.full)
+        losses = _numbers(self.column("loss", recs, lines))
+        times = self.times(recs, lines)
+        labels = self.group_labels(recs)
+        self.time_batch(times, lines, offsets)
+        self.series(self.all, steps if labels is None else None, toks, losses, lines, offsets)
+        parts: dict[str, list[int]] = {}
+        if labels is not None:
+            first = labels[0]
+            if labels.count(first) == n:
+                parts[first] = []  # one series in this batch: no need to split
+            else:
+                for g in set(labels):
+                    parts[g] = list(compress(range(n), map(g.__eq__, labels)))
+            for g, idx in parts.items():
+                grp = self.groups.get(g)
+                if grp is None:
+                    grp = self.groups[g] = _Group(self.max_values)
+                if not idx:
+                    self.series(grp, steps, toks, losses, lines, offsets)
+                else:
+                    pick = _picker(idx)
+                    self.series(
+                        grp,
+                        steps.take(pick),
+                        toks.take(pick),
+                        losses.take(pick),
+                        list(pick(lines)),
+                        list(pick(offsets)),
+                    )
+        i = 0
+        while i < n:
+            j = i + min(n - i, self.window_size - self.win.n)
+            self.window(i, j, lines, steps, toks, losses, times, parts)
+            if self.win.n >= self.window_size:
+                self.close_window()
+            i = j
+
+    def series(
+        self,
+        grp: _Group,
+        steps: _Col | None,
+        toks: _Col,
+        losses: _Col,
+        lines: list[int | None] | None = None,
+        offsets: list[int] | None = None,
+    ) -> None:
+        grp.records += len(toks.vals)
+        if steps is not None and lines is not None and offsets is not None:
+            grp.steps.add(steps, lines, offsets)
+        tok_vals, bad = _finite(toks.present()[0])
+        loss_vals, bad_loss = _finite(losses.present()[0])
+        if grp is self.all:
+            self.nonfinite["throughput"] += bad
+            self.nonfinite["loss"] += bad_loss
+        grp.tok.extend(tok_vals)
+        grp.recent_tok.extend(tok_vals[-50:])
+        grp.loss.extend(loss_vals)
+
+    def window(
+        self,
+        i: int,
+        j: int,
+        lines: list[int | None],
+        steps: _Col,
+        toks: _Col,
+        losses: _Col,
+        times: _Col,
+        parts: dict[str, list[int]],
+    ) -> None:
+        w = self.win
+        if not w.n:
+            w.first_line = lines[i]
+        w.n += j - i
+        vals = steps.part(i, j).present()[0]
+        if vals:
+            if w.first_step is None:
+                w.first_step = vals[0]
+            w.last_step = vals[-1]
+        vals = times.part(i, j).present()[0]
+        if vals:
+            if w.t_first is None:
+                w.t_first = vals[0]
+            w.t_last = vals[-1]
+        tok_part = toks.part(i, j)
+        w.tok.extend(_finite(tok_part.present()[0])[0])
+        w.loss.extend(_finite(losses.part(i, j).present()[0])[0])
+        for g, idx in parts.items():
+            picked: list[Any]
+            if idx:
+                inside = idx[bisect_left(idx, i) : bisect_left(idx, j)]
+                picked = [toks.vals[k] for k in inside]
+            else:
+                picked = tok_part.vals
+            if not toks.full:
+                picked = [v for v in picked if v is not None]
+            w.by_group.setdefault(g, []).extend(_finite(picked)[0])
+
+    def time_batch(self, times: _Col, lines: list[int | None], offsets: list[int]) -> None:
+        vals, idx = times.present()
+        if not vals:
+            return
+        self.t_count += len(vals)
+        if self.t_first is None:
+            self.t_first = vals[0]
+        diffs, base = _diffs(vals, self.prev_t)
+        self.prev_t = self.t_last = vals[-1]
+        if not diffs:
+            return
+        if min(diffs) < 0:
+            self.t_backwards += sum(1 for dd in diffs if dd < 0)
+            self.intervals.extend([dd for dd in diffs if dd >= 0])
+        else:
+            self.intervals.extend(diffs)
+        for k in _largest(diffs, self.gaps.floor()):
+            i = k + base if idx is None else idx[k + base]
+            t = vals[k + base]
+            self.gaps.push(
+                diffs[k],
+                {
+                    "line": lines[i],
+                    "offset": offsets[i],
+                    "seconds": diffs[k],
+                    "from_t": t - diffs[k],
+                    "to_t": t,
+                },
+            )
+
+    def close_window(self) -> None:
+        if self.win.n:
+            self.windows.append(self.win.summary())
+        self.win = _Window()
+
+    def break_continuity(self) -> None:
+        """Between head and tail: what lies between was not seen, so no restart/gap."""
+        self.close_window()
+        self.prev_t = None
+        for grp in [self.all, *self.groups.values()]:
+            grp.steps.last = None
+
+    # -- blocks -------------------------------------------------------------------
+    def block(self, first_line: int | None, offset: int, data: bytes, overlong: list[int]) -> None:
+        lines = data.split(b"\n")
+        if not overlong and all(lines):
+            try:
+                # One C call for a whole block of well-formed lines is ~2x faster than a
+                # json.loads per line; any bad line sends the block down the slow path.
+                parsed = json.loads(b"[" + b",".join(lines) + b"]")
+            except ValueError:
+                parsed = None
+            if parsed is not None and set(map(type, parsed)) == {dict}:
+                n = len(parsed)
+                nums: list[int | None] = (
+                    [None] * n if first_line is None else list(range(first_line, first_line + n))
+                )
+                # Offsets per record would cost a pass over the lines; the block's offset
+                # locates every record of the block to within a megabyte.
+                self.batch(parsed, nums, [offset] * n)
+                return
+        bad_lines = set(overlong)
+        recs: list[dict[str, Any]] = []
+        rec_lines: list[int | None] = []
+        rec_offsets: list[int] = []
+        pos = offset
+        for i, raw in enumerate(lines):
+            line = None if first_line is None else first_line + i
+            if line is not None and line in bad_lines:
+                self.bad("overlong", line, pos, b"")
+            elif not raw.strip():
+                self.blank += 1
+            else:
+                d = self.parse_one(raw, line, pos)
+                if d is not None:
+                    recs.append(d)
+                    rec_lines.append(line)
+                    rec_offsets.append(pos)
+            pos += len(raw) + 1
+        self.batch(recs, rec_lines, rec_offsets)
+
+    def last_line(self, line: int | None, offset: int, data: bytes, overlong: list[int]) -> bool:
+        """The final line, with no newline after it; True if it was a whole record."""
+        d = None
+        if not overlong:
+            try:
+                d = json.loads(data)
+            except ValueError:
+                d = None
+        if not isinstance(d, dict):
+            self.bad("cut_last_line", line, offset, data)
+            return False
+        self.batch([d], [line], [offset])
+        return True
+
+    def parse_one(self, raw: bytes, line: int | None, offset: int) -> dict[str, Any] | None:
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            # Both invalid UTF-8 and invalid JSON land here; binary garbage is the former
+            # (or has NULs), which says something different about the disk than a typo.
+            binary = b"\x00" in raw
+            if not binary:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    binary = True
+            self.bad("binary" if binary else "not_json", line, offset, raw)
+            return None
+        if not isinstance(d, dict):
+            self.bad("not_object", line, offset, raw)
+            return None
+        return d
+
+    # -- result -------------------------------------------------------------------
+    def result(self) -> dict[str, Any]:
+        self.close_window()
+        interval = self.intervals.summary()
+        median_dt = interval.get("median")
+        threshold = max(120.0, 10.0 * median_dt) if median_dt is not None else 120.0
+        gaps = [g for g in self.gaps.items() if g["seconds"] > threshold]
+        overall = self.all.summary()
+        groups = {g: grp.summary() for g, grp in sorted(self.groups.items())}
+        if groups:
+            # Steps only make sense per series; the overall view is their union.
+            overall["steps"] = _merge_steps([grp["steps"] for grp in groups.values()])
+        tok = overall["throughput"]
+        tok["unit"] = "tok/s"
+        tok["nonfinite"] = self.nonfinite["throughput"]
+        return {
+            "records": self.records,
+            "blank_lines": self.blank,
+            "malformed": sum(self.malformed.values()),
+            "malformed_by_reason": dict(sorted(self.malformed.items())),
+            "malformed_samples": self.malformed_samples,
+            "fields": dict(self.keys),
+            "group_fields": list(self.group_keys or ()),
+            "throughput_scale": self.scale,
+            "keys_seen": sorted(self.keys_seen),
+            "schema_changes": self.schema_changes,
+            "steps": overall["steps"],
+            "throughput": tok,
+            "loss": dict(overall["loss"], nonfinite=self.nonfinite["loss"]),
+            "groups": groups,
+            "time": {
+                "count": self.t_count,
+                "unparsed": self.t_unparsed,
+                "first": self.t_first,
+                "last": self.t_last,
+                "span_s": (self.t_last - self.t_first)
+                if self.t_first is not None and self.t_last is not None
+                else None,
+                "median_interval_s": median_dt,
+                "backwards": self.t_backwards,
+                "gap_threshold_s": threshold,
+                "gaps": gaps,
+            },
+            "window_records": self.window_size,
+            "windows": self.windows,
+            "last_records": [_clip_record(d) for d in self.last_records],
+        }
+
+
+def _merge_steps(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    counted = [p for p in parts if p["count"]]
+    samples = [s for p in counted for s in p["restart_samples"]][:SAMPLES]
+    return {
+        "count": sum(p["count"] for p in counted),
+        "min": min((p["min"] for p in counted), default=None),
+        "max": max((p["max"] for p in counted), default=None),
+        "restarts": sum(p["restarts"] for p in counted),
+        "restart_samples": samples,
+        "duplicates": sum(p["duplicates"] for p in counted),
+        "per_group": True,
+    }
+
+
+def _clip_record(d: dict[str, Any]) -> dict[str, Any]:
+    """A last record as a fact, without letting one huge field bloat the summary."""
+    out: dict[str, Any] = {}
+    for k in list(d)[:32]:
+        v = d[k]
+        if isinstance(v, (dict, list)) or (isinstance(v, str) and len(v) > SAMPLE_BYTES):
+            v = json.dumps(v)[:SAMPLE_BYTES]
+        out[str(k)[:64]] = v
+    return out
+
+
+def summarize(
+    f: io.FileIO,
+    *,
+    fields: dict[str, Any] | None = None,
+    throughput_unit: str | None = None,
+    max_scan: int = 512 << 20,
+    head: int = 8 << 20,
+    max_line: int = 1 << 20,
+    windows: int = 200,
+    max_values: int = 100_000,
+) -> dict[str, Any]:
+    """Summarise the JSONL log open in ``f`` (binary, unbuffered is fine).
+
+    ``fields`` maps roles (``step``, ``loss``, ``throughput``, ``time``) to the log's
+    own field names, and ``group`` to the fields that split it into series (a list; an
+    empty list for one series); ``throughput_unit`` (``tok/s``, ``ktok/s``, ``mtok/s``) overrides
+    the unit guessed from the field name.
+    """
+    size = os.fstat(f.fileno()).st_size
+    ranges = plan_ranges(size, max_scan, head)
+    scale = None
+    if throughput_unit is not None:
+        scale = UNIT_SCALE.get(throughput_unit.lower())
+        if scale is None:
+            known = ", ".join(sorted(UNIT_SCALE))
+            raise ValueError(f"unknown throughput unit {throughput_unit!r} (know {known})")
+    # Size the windows from a first look at the line length, so a log of any length
+    # gives about ``windows`` of them.
+    f.seek(0)
+    sample = f.read(64 << 10)
+    avg = max(1.0, len(sample) / max(1, sample.count(b"\n")))
+    scanned = sum(e - s for s, e in ranges)
+    window = max(1, math.ceil(scanned / avg / max(1, windows)))
+    summ = _Summarizer(dict(fields or {}), scale, window, max_values)
+    bytes_read = 0
+    lines = 0
+    cut = False
+    unterminated = False
+    for i, (start, end) in enumerate(ranges):
+        if i:
+            summ.break_continuity()
+        reader = LineReader(
+            f,
+            start,
+            end,
+            max_line=max_line,
+            first_line=1 if start == 0 else None,
+            at_eof=end == size,
+        )
+        for b in reader:
+            if reader.cut_last_line:
+                unterminated = summ.last_line(b.first_line, b.offset, b.data, b.overlong)
+            else:
+                summ.block(b.first_line, b.offset, b.data, b.overlong)
+        bytes_read += reader.bytes_read
+        lines += reader.lines
+        cut = cut or reader.cut_last_line
+    out = summ.result()
+    out["size"] = size
+    out["coverage"] = {
+        "mode": "full" if len(ranges) == 1 else "head+tail",
+        "ranges": [[s, e] for s, e in ranges],
+        "bytes_read": bytes_read,
+        "skipped_bytes": size - sum(e - s for s, e in ranges),
+        "lines_read": lines,
+    }
+    # A last line without its newline that still parses is a complete record whose
+    # writer has not finished the line (a live log); one that does not parse was cut.
+    out["unterminated_last_line"] = cut and unterminated
+    out["cut_last_line"] = cut and not unterminated
+    return out

@@ -1,0 +1,287 @@
+# Shipped to targets running Python 3.8: zip(strict=) and itertools.pairwise are 3.10+.
+# ruff: noqa: B905, RUF007
+"""The checkpoint directory: its ``step_N`` directories, their files and the metadata
+record a checkpoint carries, gaps between steps, and damage.
+
+Every file is checked for what can be checked without torch: a torch ``.pt`` (a zip
+since torch 1.6) must have a readable central directory at its end, which a truncated
+copy lacks; a ``.safetensors`` file must be as long as its header says; JSON must parse.
+``deep`` also verifies every zip member's CRC (reads all the bytes). A half-written save
+(``step_N.tmp``) and an unreadable file are facts, not failures.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import struct
+import zipfile
+from typing import Any
+
+from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror
+
+NAME = "checkpoints"
+TIMEOUT = 120.0
+
+STEP_DIR = r"^(?:step|checkpoint|ckpt|global_step)[_-]?(\d+)(\.tmp|\.partial|\.incomplete)?$"
+METADATA_NAMES = ("metadata.json", "meta.json", "checkpoint_meta.json", "trainer_state.json")
+METADATA_MAX = 1 << 20  # bytes of a metadata record read; a larger one is a fact
+VALUE_MAX = 64 << 10  # bytes of metadata shipped back
+
+
+class FileCheck(TypedDict, total=False):
+    name: str
+    size: int
+    mtime: float
+    format: str  # torch-zip | torch-legacy | safetensors | json | other
+    ok: bool | None  # None: nothing to check
+    problem: str
+    members: int
+
+
+class StepDir(TypedDict, total=False):
+    name: str
+    step: int
+    incomplete: bool  # a .tmp/.partial suffix: a save that never finished
+    mtime: float
+    bytes: int
+    files: list[FileCheck]
+    metadata_file: str | None
+    metadata: Any
+    metadata_error: str
+    problems: list[str]
+    error: str
+    error_kind: str
+
+
+class CheckpointsValue(TypedDict):
+    path: str
+    empty: bool
+    steps: list[StepDir]
+    step_numbers: list[int]
+    latest_step: int | None
+    typical_interval: int | None
+    gaps: list[dict[str, int]]
+    problems: int  # files or dirs with a problem
+    other_entries: list[dict[str, Any]]
+
+
+def check_file(path: str, name: str, deep: bool) -> FileCheck:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return {"name": name, "ok": False, "problem": exc.strerror or str(exc)}
+    out: FileCheck = {"name": name, "size": st.st_size, "mtime": st.st_mtime, "ok": None}
+    if not stat.S_ISREG(st.st_mode):
+        out["format"] = "other"
+        return out
+    lower = name.lower()
+    try:
+        if st.st_size == 0:
+            out.update({"ok": False, "problem": "empty file"})
+        elif lower.endswith((".pt", ".pth", ".bin", ".ckpt")):
+            _check_torch(path, out, deep)
+        elif lower.endswith(".safetensors"):
+            _check_safetensors(path, st.st_size, out)
+        elif lower.endswith(".json"):
+            out["format"] = "json"
+            if st.st_size > METADATA_MAX * 16:
+                out["ok"] = None
+            else:
+                with open(path, "rb") as f:
+                    json.loads(f.read())
+                out["ok"] = True
+        else:
+            out["format"] = "other"
+    except OSError as exc:
+        out.update({"ok": False, "problem": "unreadable: %s" % (exc.strerror or exc)})
+    except ValueError as exc:
+        out.update({"ok": False, "problem": f"does not parse: {str(exc)[:200]}"})
+    return out
+
+
+def _check_torch(path: str, out: FileCheck, deep: bool) -> None:
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic[:2] == b"\x80\x02" or magic[:1] == b"\x80":
+        # torch.save(..., _use_new_zipfile_serialization=False): a bare pickle stream.
+        out.update({"format": "torch-legacy", "ok": None})
+        return
+    out["format"] = "torch-zip"
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = z.infolist()
+            out["members"] = len(members)
+            if deep:
+                bad = z.testzip()
+                if bad is not None:
+                    out.update({"ok": False, "problem": f"CRC mismatch in member {bad}"})
+                    return
+    except (zipfile.BadZipFile, EOFError) as exc:
+        out.update({"ok": False, "problem": f"not a readable zip (truncated?): {exc}"})
+        return
+    out["ok"] = True
+
+
+def _check_safetensors(path: str, size: int, out: FileCheck) -> None:
+    out["format"] = "safetensors"
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            out.update({"ok": False, "problem": "shorter than its 8-byte header length"})
+            return
+        (n,) = struct.unpack("<Q", head)
+        if n > min(size - 8, 100 << 20):
+            out.update({"ok": False, "problem": f"header length {n} past the end of the file"})
+            return
+        header = json.loads(f.read(n))
+    end = 0
+    for k, v in header.items():
+        if k != "__metadata__" and isinstance(v, dict):
+            end = max(end, int(v.get("data_offsets", [0, 0])[1]))
+    if 8 + n + end > size:
+        out.update(
+            {
+                "ok": False,
+                "problem": f"tensor data ends at byte {8 + n + end}, file has {size} (truncated)",
+            }
+        )
+        return
+    out["ok"] = True
+
+
+def _clip(value: Any) -> Any:
+    """The metadata record as a fact, cut to its scalar top level when it is huge."""
+    text = json.dumps(value, default=str)
+    if len(text) <= VALUE_MAX:
+        return value
+    if isinstance(value, dict):
+        small = {
+            k: v for k, v in value.items() if isinstance(v, (str, int, float, bool)) or v is None
+        }
+        small["_clipped"] = f"record of {len(text)} bytes; nested values left out"
+        return small
+    return {"_clipped": f"record of {len(text)} bytes"}
+
+
+def read_metadata(d: str, names: list[str], entry: StepDir) -> None:
+    for name in names:
+        p = os.path.join(d, name)
+        if not os.path.exists(p):
+            continue
+        entry["metadata_file"] = name
+        try:
+            if os.path.getsize(p) > METADATA_MAX:
+                entry["metadata_error"] = f"larger than {METADATA_MAX} bytes; not read"
+                return
+            with open(p, "rb") as f:
+                entry["metadata"] = _clip(json.loads(f.read()))
+        except OSError as exc:
+            entry["metadata_error"] = "unreadable: %s" % (exc.strerror or exc)
+        except ValueError as exc:
+            entry["metadata_error"] = f"does not parse (truncated?): {str(exc)[:200]}"
+        return
+    entry["metadata_file"] = None
+
+
+def one_step(
+    d: str, name: str, step: int, incomplete: bool, names: list[str], deep: bool
+) -> StepDir:
+    entry: StepDir = {"name": name, "step": step, "incomplete": incomplete, "problems": []}
+    try:
+        st = os.stat(d)
+        entry["mtime"] = st.st_mtime
+        listing = sorted(os.listdir(d))
+    except OSError as exc:
+        fail = failure_from_oserror(exc, d)
+        entry["error"], entry["error_kind"] = fail.message, fail.kind
+        entry["problems"].append(fail.message)
+        return entry
+    files = [check_file(os.path.join(d, n), n, deep) for n in listing]
+    entry["files"] = files
+    entry["bytes"] = sum(f.get("size", 0) for f in files)
+    for f in files:
+        if f.get("ok") is False:
+            entry["problems"].append("{}: {}".format(f["name"], f.get("problem", "")))
+    if not files:
+        entry["problems"].append("no files")
+    if incomplete:
+        entry["problems"].append(f"unfinished save ({name})")
+    read_metadata(d, names, entry)
+    if entry.get("metadata_error"):
+        entry["problems"].append(f"{entry.get('metadata_file')}: {entry['metadata_error']}")
+    return entry
+
+
+def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
+    path = params.get("path")
+    if not path:
+        raise ProbeFailure("bad_params", "checkpoints needs a path")
+    names = list(params.get("metadata_names") or METADATA_NAMES)
+    deep = bool(params.get("deep", False))
+    max_steps = int(params.get("max_steps", 100))
+    try:
+        pattern = re.compile(params.get("step_pattern") or STEP_DIR)
+    except re.error as exc:
+        raise ProbeFailure("bad_params", f"step_pattern: {exc}") from None
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise failure_from_oserror(exc, path) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ProbeFailure("not_a_directory", f"{path}: not a directory", path)
+    try:
+        listing = sorted(os.listdir(path))
+    except OSError as exc:
+        raise failure_from_oserror(exc, path) from None
+    found = []
+    other = []
+    for n in listing:
+        p = os.path.join(path, n)
+        m = pattern.match(n)
+        if m and os.path.isdir(p):
+            found.append(
+                (int(m.group(1)), bool(m.lastindex and m.lastindex > 1 and m.group(2)), n, p)
+            )
+        else:
+            try:
+                s = os.stat(p)
+                other.append(
+                    {
+                        "name": n,
+                        "size": s.st_size,
+                        "mtime": s.st_mtime,
+                        "dir": stat.S_ISDIR(s.st_mode),
+                    }
+                )
+            except OSError as exc:
+                other.append({"name": n, "error": exc.strerror or str(exc)})
+    found.sort()
+    # Keep the newest max_steps in full; the numbers of all of them are still listed.
+    steps = [one_step(p, n, s, inc, names, deep) for s, inc, n, p in found[-max_steps:]]
+    numbers = sorted({s for s, inc, _, _ in found if not inc})
+    diffs = [b - a for a, b in zip(numbers, numbers[1:])]
+    typical = max(set(diffs), key=lambda d: (diffs.count(d), -d)) if diffs else None
+    gaps = [
+        {"after": a, "before": b, "missing_intervals": (b - a) // typical - 1}
+        for a, b in zip(numbers, numbers[1:])
+        if typical and b - a > typical
+    ]
+    return {
+        "path": path,
+        "empty": not listing,
+        "steps": steps,
+        "step_numbers": numbers,
+        "latest_step": numbers[-1] if numbers else None,
+        "typical_interval": typical,
+        "gaps": gaps[:50],
+        "problems": sum(1 for s in steps if s["problems"]),
+        "other_entries": other[:100],
+    }
+
+
+VALUE = CheckpointsValue

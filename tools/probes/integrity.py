@@ -1,0 +1,199 @@
+"""Installed packages checked against their own ``*.dist-info/RECORD``.
+
+pip writes the sha256 and size of every file it installs into ``RECORD``. A file whose
+hash differs was changed after installation — an in-place edit of
+``torch/fx/_symbolic_trace.py`` is then a fact, not a guess. Missing files and Python
+files in the package that ``RECORD`` does not know (a dropped-in patch module) are
+reported too.
+
+``mode``: ``py`` (default) hashes every ``.py`` file and checks the size of all others
+(seconds, even for a CUDA torch); ``all`` hashes everything (reads several GB for a
+CUDA torch). Editable installs have no files to check and say so.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+from typing import Any
+
+from ._common import Context, ProbeFailure, TypedDict
+from .pyenv import _metadata, normalize, search_path
+
+NAME = "integrity"
+TIMEOUT = 180.0
+LIST_MAX = 50
+
+
+class Mismatch(TypedDict, total=False):
+    path: str
+    expected_size: int | None
+    size: int
+    mtime: float
+    reason: str  # hash | size
+
+
+class PackageIntegrity(TypedDict, total=False):
+    package: str
+    installed: bool  # False: no dist-info on sys.path (nothing else is set)
+    version: str
+    dist_info: str
+    record_mtime: float
+    files: int  # entries in RECORD
+    hashed: int
+    size_checked: int
+    hashed_bytes: int
+    mismatched: list[Mismatch]
+    mismatched_count: int
+    missing: list[str]
+    missing_count: int
+    unrecorded_py: list[str]
+    ok: bool
+    error: str
+
+
+class IntegrityValue(TypedDict):
+    mode: str
+    packages: list[PackageIntegrity]
+
+
+def find_dist_info(name: str, paths: list[str]) -> str | None:
+    want = normalize(name)
+    for entry in paths:
+        try:
+            names = sorted(os.listdir(entry))
+        except OSError:
+            continue
+        for n in names:
+            stem = n[: -len(".dist-info")].rsplit("-", 1)[0]
+            if n.endswith(".dist-info") and normalize(stem) == want:
+                full = os.path.join(entry, n)
+                if normalize(_metadata(os.path.join(full, "METADATA")).get("Name", "")) == want:
+                    return full
+    return None
+
+
+def _sha256_b64(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            buf = f.read(1 << 20)
+            if not buf:
+                break
+            h.update(buf)
+    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
+
+
+def check(name: str, paths: list[str], mode: str, ctx: Context) -> PackageIntegrity:
+    dist = find_dist_info(name, paths)
+    if dist is None:
+        return {"package": name, "installed": False}
+    site = os.path.dirname(dist)
+    meta = _metadata(os.path.join(dist, "METADATA"))
+    out: PackageIntegrity = {
+        "package": name,
+        "installed": True,
+        "version": meta.get("Version", ""),
+        "dist_info": dist,
+    }
+    record = os.path.join(dist, "RECORD")
+    try:
+        out["record_mtime"] = os.stat(record).st_mtime
+        with open(record, encoding="utf-8", errors="replace") as f:
+            rows = list(csv.reader(io.StringIO(f.read())))
+    except OSError as exc:
+        out.update({"ok": False, "error": "RECORD unreadable: %s" % (exc.strerror or exc)})
+        return out
+    mismatched: list[Mismatch] = []
+    missing: list[str] = []
+    hashed = size_checked = hashed_bytes = 0
+    recorded = set()
+    for row in rows:
+        if not row or len(row) < 3:
+            continue
+        rel, digest, size = row[0], row[1], row[2]
+        full = os.path.normpath(os.path.join(site, rel))
+        recorded.add(full)
+        if not digest:
+            continue  # RECORD itself, and files written at install time (.pyc)
+        try:
+            st = os.stat(full)
+        except OSError:
+            missing.append(rel)
+            continue
+        expected_size = int(size) if size.isdigit() else None
+        if expected_size is not None and st.st_size != expected_size:
+            mismatched.append(
+                {
+                    "path": rel,
+                    "expected_size": expected_size,
+                    "size": st.st_size,
+                    "mtime": st.st_mtime,
+                    "reason": "size",
+                }
+            )
+            continue
+        if mode == "all" or rel.endswith(".py"):
+            algo, _, want = digest.partition("=")
+            if algo != "sha256":
+                continue
+            try:
+                got = _sha256_b64(full)
+            except OSError:
+                missing.append(rel)
+                continue
+            hashed += 1
+            hashed_bytes += st.st_size
+            if got != want:
+                mismatched.append(
+                    {
+                        "path": rel,
+                        "expected_size": expected_size,
+                        "size": st.st_size,
+                        "mtime": st.st_mtime,
+                        "reason": "hash",
+                    }
+                )
+        else:
+            size_checked += 1
+    unrecorded: list[str] = []
+    top = os.path.join(site, name.replace("-", "_"))
+    if os.path.isdir(top):
+        for root, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for fn in files:
+                full = os.path.normpath(os.path.join(root, fn))
+                if fn.endswith(".py") and full not in recorded and len(unrecorded) < LIST_MAX:
+                    unrecorded.append(os.path.relpath(full, site))
+    out.update(
+        {
+            "files": len(rows),
+            "hashed": hashed,
+            "size_checked": size_checked,
+            "hashed_bytes": hashed_bytes,
+            "mismatched": mismatched[:LIST_MAX],
+            "mismatched_count": len(mismatched),
+            "missing": missing[:LIST_MAX],
+            "missing_count": len(missing),
+            "unrecorded_py": sorted(unrecorded),
+            "ok": not mismatched and not missing and not unrecorded,
+        }
+    )
+    return out
+
+
+def collect(params: dict[str, Any], ctx: Context) -> IntegrityValue:
+    mode = params.get("mode", "py")
+    if mode not in ("py", "all"):
+        raise ProbeFailure("bad_params", f"integrity mode must be 'py' or 'all', not {mode!r}")
+    paths = search_path()
+    names = params.get("packages", ["torch", "triton"])
+    return {"mode": mode, "packages": [check(n, paths, mode, ctx) for n in names]}
+
+
+VALUE = IntegrityValue

@@ -1,0 +1,186 @@
+"""Trainer processes, from /proc: pid, command line, threads (and their names), start
+time, memory, and the environment variables that steer compilation.
+
+A process matches when its command line contains one of ``match`` (default: ``train``).
+The environment is the one the process was started with (``/proc/PID/environ``); what
+the trainer later sets in ``os.environ`` itself is not visible from outside — the
+reference trainer, for one, sets ``TORCHINDUCTOR_CACHE_DIR`` in code. Another user's
+process whose environment cannot be read is listed with ``env_error``.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8. Linux only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ._common import Context, ProbeFailure, TypedDict, classify_oserror
+
+NAME = "processes"
+TIMEOUT = 30.0
+
+ENV_PREFIXES = (
+    "TORCHINDUCTOR_",
+    "TORCH_COMPILE",
+    "TORCHDYNAMO_",
+    "TORCH_LOGS",
+    "TORCH_",
+    "TRITON_",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_LAUNCH_BLOCKING",
+    "NCCL_",
+    "PYTORCH_",
+    "OMP_NUM_THREADS",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+SECRET_HINTS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+MAX_PROCS = 64
+
+
+class Proc(TypedDict, total=False):
+    pid: int
+    ppid: int
+    uid: int
+    state: str
+    cmdline: list[str]
+    exe: str | None
+    cwd: str | None
+    threads: int
+    thread_names: dict[str, int]
+    start_time: float | None
+    age_s: float | None
+    rss_bytes: int | None
+    env: dict[str, str]
+    env_error: str
+
+
+class ProcessesValue(TypedDict):
+    match: list[str]
+    processes: list[Proc]
+    truncated: bool
+
+
+def _read(path: str, binary: bool = False) -> Any:
+    with open(path, "rb" if binary else "r") as f:
+        return f.read()
+
+
+def _boot_time() -> float | None:
+    try:
+        for line in _read("/proc/stat").splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def describe(
+    pid: int, boot: float | None, ticks: int, now: float, max_threads: int = 1024
+) -> Proc | None:
+    base = f"/proc/{pid}"
+    try:
+        raw = _read(base + "/cmdline", binary=True)
+        stat_line = _read(base + "/stat")
+        status = _read(base + "/status")
+    except OSError:
+        return None  # it exited while we looked
+    cmd = [a.decode("utf-8", "replace")[:500] for a in raw.split(b"\0") if a][:64]
+    # The command name in /proc/PID/stat is parenthesised and may hold spaces.
+    rest = stat_line[stat_line.rfind(")") + 2 :].split()
+    p: Proc = {
+        "pid": pid,
+        "state": rest[0],
+        "ppid": int(rest[1]),
+        "cmdline": cmd,
+        "exe": _link(base + "/exe"),
+        "cwd": _link(base + "/cwd"),
+    }
+    start = int(rest[19]) / float(ticks)
+    p["start_time"] = boot + start if boot is not None else None
+    p["age_s"] = now - p["start_time"] if p["start_time"] is not None else None
+    for line in status.splitlines():
+        key, _, val = line.partition(":")
+        if key == "Threads":
+            p["threads"] = int(val.strip())
+        elif key == "Uid":
+            p["uid"] = int(val.split()[0])
+        elif key == "VmRSS":
+            p["rss_bytes"] = int(val.split()[0]) * 1024
+    names: dict[str, int] = {}
+    try:
+        for tid in sorted(os.listdir(base + "/task"))[:max_threads]:
+            try:
+                name = _read(f"{base}/task/{tid}/comm").strip()
+            except OSError:
+                continue
+            names[name] = names.get(name, 0) + 1
+    except OSError:
+        pass
+    p["thread_names"] = names
+    try:
+        env = _read(base + "/environ", binary=True)
+        picked = {}
+        for item in env.split(b"\0"):
+            k, sep, v = item.decode("utf-8", "replace").partition("=")
+            if sep and k.startswith(ENV_PREFIXES):
+                if any(h in k for h in SECRET_HINTS):
+                    v = "<redacted>"  # never ship a credential back as a fact
+                picked[k] = v[:500]
+        p["env"] = dict(sorted(picked.items()))
+    except OSError as exc:
+        p["env_error"] = f"{classify_oserror(exc)}: {exc.strerror or exc}"
+    return p
+
+
+def collect(params: dict[str, Any], ctx: Context) -> ProcessesValue:
+    match = params.get("match") or ["train"]
+    if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
+        raise ProbeFailure("bad_params", "processes: match must be a list of strings")
+    try:
+        pids = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
+    except OSError as exc:
+        raise ProbeFailure("unavailable", f"/proc unreadable: {exc.strerror}") from None
+    me = {os.getpid(), os.getppid()}
+    boot = _boot_time()
+    ticks = os.sysconf("SC_CLK_TCK")
+    now = time.time()
+    found: list[Proc] = []
+    truncated = False
+    for pid in pids:
+        if pid in me:
+            continue
+        try:
+            raw = _read(f"/proc/{pid}/cmdline", binary=True)
+        except OSError:
+            continue
+        cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace")
+        # The bundle itself (``python3 -``) and the tools around it are not the trainer.
+        if not any(m in cmd for m in match) or "dflash-doctor" in cmd:
+            continue
+        if len(found) >= MAX_PROCS:
+            truncated = True
+            break
+        p = describe(pid, boot, ticks, now)
+        if p is not None:
+            found.append(p)
+    return {"match": match, "processes": found, "truncated": truncated}
+
+
+VALUE = ProcessesValue

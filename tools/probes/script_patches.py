@@ -1,0 +1,206 @@
+"""Monkeypatches and compile/thread sites in the training scripts, read with ``ast``.
+
+The incident's spiral included patching ``is_fx_symbolic_tracing`` to always return
+False: that only changes the module attribute, while every compiled wrapper already
+built keeps the function it bound (see ``torch_source``). This probe finds such
+patches in the scripts without running them: assignments to (and ``setattr`` of) the
+names that steer the race, ``torch._dynamo.config`` changes, ``config.patch(...)``;
+and it counts the places that matter for the race — ``torch.compile`` calls,
+``flex_attention``/``create_block_mask`` uses, thread and process creation.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import ast
+import glob
+import os
+from typing import Any
+
+from ._common import Context, ProbeFailure, TypedDict
+
+NAME = "script_patches"
+TIMEOUT = 60.0
+
+WATCHED = (
+    "is_fx_symbolic_tracing",
+    "_is_fx_tracing_flag",
+    "_is_compiling_flag",
+    "is_compiling",
+    "error_on_nested_fx_trace",
+    "force_compile_during_fx_trace",
+    "recompile_limit",
+    "cache_size_limit",
+    "accumulated_recompile_limit",
+    "accumulated_cache_size_limit",
+    "suppress_errors",
+)
+MARKERS = {
+    "torch.compile": ("compile",),
+    "flex_attention": ("flex_attention",),
+    "create_block_mask": ("create_block_mask",),
+    "thread": ("Thread", "ThreadPoolExecutor"),
+    "process": ("Process", "ProcessPoolExecutor", "spawn", "start_processes"),
+    "dynamo_reset": ("reset",),
+}
+MAX_FILES = 200
+MAX_BYTES = 4 << 20
+
+
+class Patch(TypedDict):
+    file: str
+    line: int
+    target: str
+    code: str
+
+
+class ScriptReport(TypedDict, total=False):
+    path: str
+    error: str
+    patches: list[Patch]
+    markers: dict[str, list[int]]  # marker -> line numbers (first 20)
+
+
+class ScriptPatchesValue(TypedDict):
+    files: list[ScriptReport]
+    patches: int
+    unmatched: list[str]
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        parts.append(_dotted(node.func) + "()")
+    return ".".join(reversed(parts))
+
+
+def _code(source: str, node: ast.AST) -> str:
+    return " ".join((ast.get_source_segment(source, node) or "").split())[:200]
+
+
+def _marker(call: ast.Call) -> list[str]:
+    name = _dotted(call.func)
+    last = name.rsplit(".", 1)[-1]
+    found = []
+    for marker, names in MARKERS.items():
+        if last not in names:
+            continue
+        # ``compile`` and ``reset`` are common names: count only torch's.
+        if marker == "torch.compile" and not name.endswith("torch.compile"):
+            continue
+        if marker == "dynamo_reset" and "_dynamo" not in name:
+            continue
+        found.append(marker)
+    return found
+
+
+def scan_source(source: str, path: str) -> ScriptReport:
+    try:
+        tree = ast.parse(source, path)
+    except SyntaxError as exc:
+        return {"path": path, "error": f"does not parse: {exc.msg} (line {exc.lineno})"}
+    patches: list[Patch] = []
+    markers: dict[str, list[int]] = {}
+
+    def patch(node: ast.AST, target: str) -> None:
+        patches.append(
+            {
+                "file": path,
+                "line": getattr(node, "lineno", 0),
+                "target": target,
+                "code": _code(source, node),
+            }
+        )
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                name = _dotted(t)
+                attribute = isinstance(t, ast.Attribute) and t.attr in WATCHED
+                # A bare name counts only at module level (a ``global`` rebinding).
+                bare = (
+                    isinstance(t, ast.Name)
+                    and t.id in WATCHED
+                    and isinstance(node, ast.Assign)
+                    and node in tree.body
+                )
+                if attribute or bare:
+                    patch(node, name)
+        elif isinstance(node, ast.Call):
+            fname = _dotted(node.func)
+            if (
+                fname.endswith("setattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in WATCHED
+            ):
+                patch(node, f"{_dotted(node.args[0])}.{node.args[1].value}")
+            elif fname.endswith("config.patch"):
+                keys = [k.arg for k in node.keywords if k.arg in WATCHED]
+                keys += [
+                    a.value for a in node.args if isinstance(a, ast.Constant) and a.value in WATCHED
+                ]
+                for k in keys:
+                    patch(node, f"{fname}({k})")
+            for m in _marker(node):
+                lines = markers.setdefault(m, [])
+                if len(lines) < 20:
+                    lines.append(node.lineno)
+        if isinstance(node, ast.FunctionDef):
+            # ``@torch.compile`` without arguments is a decorator, not a call.
+            for dec in node.decorator_list:
+                if not isinstance(dec, ast.Call) and _dotted(dec).endswith("torch.compile"):
+                    lines = markers.setdefault("torch.compile", [])
+                    if len(lines) < 20:
+                        lines.append(dec.lineno)
+    return {"path": path, "patches": patches, "markers": markers}
+
+
+def expand(paths: list[str]) -> tuple[list[str], list[str]]:
+    files: list[str] = []
+    unmatched: list[str] = []
+    for p in paths:
+        if glob.has_magic(p):
+            matches = sorted(glob.glob(p))
+            if not matches:
+                unmatched.append(p)
+            files.extend(m for m in matches if m.endswith(".py") or os.path.isfile(m))
+        elif os.path.isdir(p):
+            files.extend(sorted(glob.glob(os.path.join(p, "*.py"))))
+        else:
+            files.append(p)
+    return files[:MAX_FILES], unmatched
+
+
+def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
+    paths = params.get("paths")
+    if not isinstance(paths, list):
+        raise ProbeFailure("bad_params", "script_patches needs a list of paths")
+    files, unmatched = expand(paths)
+    reports: list[ScriptReport] = []
+    for path in files:
+        try:
+            if os.path.getsize(path) > MAX_BYTES:
+                reports.append({"path": path, "error": f"larger than {MAX_BYTES} bytes"})
+                continue
+            with open(path, "rb") as f:
+                source = f.read().decode("utf-8", "replace")
+        except OSError as exc:
+            reports.append({"path": path, "error": exc.strerror or str(exc)})
+            continue
+        reports.append(scan_source(source, path))
+    return {
+        "files": reports,
+        "patches": sum(len(r.get("patches", [])) for r in reports),
+        "unmatched": unmatched,
+    }
+
+
+VALUE = ScriptPatchesValue
