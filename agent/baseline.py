@@ -162,8 +162,8 @@ def diff(
                 label=item.label,
                 baseline=Ref(fact=then.id, path=then_path, label=f"{item.label} (baseline)"),
                 current=Ref(fact=now.id, path=item.path, label=f"{item.label} (now)"),
-                baseline_value=baseline_value,  # type: ignore[arg-type]
-                current_value=current_value,  # type: ignore[arg-type]
+                baseline_value=baseline_value,
+                current_value=current_value,
             )
         )
     return entries

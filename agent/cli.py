@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
 import structlog
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from agent import __version__
+from agent.gather import SweepGatherer
 from agent.logs import configure_logging
 from agent.session import Session
-from tools.errors import DoctorError
+from agent.summaries import summarize
+from agent.targets import Resolved, resolve_target
+from tools.bundle import PROBES
+from tools.errors import DoctorError, UsageError
+from tools.profile import write_template
 from tools.transport import SSHOptions, parse_target
 
 app = typer.Typer(
@@ -127,6 +135,110 @@ def exec_(
     sys.stderr.buffer.flush()
     # ssh reports "killed by a signal, status unknown" as -1; 255 is what ssh(1) exits with.
     raise typer.Exit(result.rc if 0 <= result.rc <= 255 else 255)
+
+
+WorkspaceOpt = Annotated[
+    str | None,
+    typer.Option("--workspace", "-w", help="The incident's layout: DIR/checkpoints/{step_N,…}."),
+]
+InterpreterOpt = Annotated[
+    str | None, typer.Option("--interpreter", help="The target's Python (e.g. a venv's).")
+]
+ConfigOpt = Annotated[str | None, typer.Option("--config", help="doctor.toml to read.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _session(command: str, resolved: Resolved, ssh: SSHOptions) -> Session:
+    session = Session(
+        ssh=ssh,
+        header={"command": command, "target": str(resolved.uri)},
+        redact_hosts=[resolved.uri.host] if resolved.uri.host else [],
+    )
+    structlog.contextvars.bind_contextvars(session=session.id)
+    return session
+
+
+@app.command(help="Sweep the target's facts in one round trip and list them.")
+def facts(
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="URI or profile name.")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    interpreter: InterpreterOpt = None,
+    config: ConfigOpt = None,
+    only: Annotated[
+        str | None, typer.Option("--only", help="Comma-separated probes (default: all).")
+    ] = None,
+    as_json: JsonOpt = False,
+    accept_new_host_key: AcceptNewOpt = False,
+    known_hosts: KnownHostsOpt = None,
+    identity: IdentityOpt = None,
+    ssh_config: SSHConfigOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
+    retries: RetriesOpt = 3,
+) -> None:
+    resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
+    probes = _probe_list(only)
+    ssh = ssh_options(
+        accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
+    )
+    session = _session("facts", resolved, ssh)
+    gatherer = SweepGatherer(session.target(str(resolved.uri)), resolved.spec, session.ledger)
+    try:
+        if as_json:
+            gathered = gatherer(probes)
+        else:
+            count = len(probes) if probes else "all"
+            with Console(stderr=True).status(
+                f"sweeping {count} probes on {resolved.uri} (one round trip)…"
+            ):
+                gathered = gatherer(probes)
+    finally:
+        session.close()
+    if as_json:
+        document = {
+            "session": session.id,
+            "target": str(resolved.uri),
+            "facts": [f.model_dump(mode="json") for f in gathered],
+            "skipped": gatherer.skipped,
+        }
+        typer.echo(json.dumps(document, indent=1))
+        return
+    table = Table(title=f"facts on {resolved.uri} (session {session.id})")
+    for column in ("id", "probe", "summary"):
+        table.add_column(column, overflow="fold")
+    for fact in gathered:
+        style = "" if fact.ok else "red"
+        table.add_row(fact.id, fact.probe, summarize(fact), style=style)
+    console = Console()
+    console.print(table)
+    if gatherer.skipped:
+        console.print(
+            "not looked at (nothing configured): " + ", ".join(sorted(gatherer.skipped)),
+            style="dim",
+        )
+    console.print(f"ledger: {session.ledger.path}", style="dim")
+
+
+def _probe_list(only: str | None) -> frozenset[str] | None:
+    if not only:
+        return None
+    names = frozenset(p.strip() for p in only.split(",") if p.strip())
+    unknown = sorted(names - set(PROBES))
+    if unknown:
+        raise UsageError(
+            f"unknown probe(s) {', '.join(unknown)} in --only (known: {', '.join(PROBES)})"
+        )
+    return names
+
+
+@app.command(help="Write a commented doctor.toml template.")
+def init(
+    path: Annotated[str, typer.Argument(help="Where to write it.")] = "doctor.toml",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    written = write_template(path, force=force)
+    typer.echo(f"wrote {written}")
 
 
 def main() -> None:

@@ -1,0 +1,118 @@
+"""One-line summaries of probe values for tables. Presentation only: each summary shows
+values the fact holds, under the fact's id; it draws no conclusion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent.facts import Fact
+
+
+def _pyenv(v: dict[str, Any]) -> str:
+    torch = v.get("torch") or {}
+    py = v.get("python") or {}
+    git = (torch.get("git_version") or "")[:12]
+    return (
+        f"python {py.get('version')} · torch {torch.get('version')} ({git}) · "
+        f"triton {(v.get('key_packages') or {}).get('triton')}"
+    )
+
+
+def _gpus(v: dict[str, Any]) -> str:
+    if not v.get("available"):
+        return f"no GPUs visible: {v.get('reason')}"
+    names = sorted({g.get("name") for g in v.get("gpus", [])})
+    return f"{v.get('count')} × {', '.join(map(str, names))}"
+
+
+def _caches(v: dict[str, Any]) -> str:
+    parts = []
+    for c in v.get("caches", []):
+        state = f"{c.get('files')} files" if c.get("exists") else "absent"
+        parts.append(f"{c.get('cache')} {state}")
+    return " · ".join(parts)
+
+
+def _checkpoints(v: dict[str, Any]) -> str:
+    steps = [s.get("name") for s in v.get("steps", [])]
+    return f"{len(steps)} checkpoints: {', '.join(steps[-4:]) or 'none'}"
+
+
+def _trainlog(v: dict[str, Any]) -> str:
+    tp = v.get("throughput") or {}
+    steps = v.get("steps") or {}
+    return (
+        f"{v.get('records')} records, steps {steps.get('min')}–{steps.get('max')}, "
+        f"recent median {tp.get('recent_median')} {tp.get('unit', '')}, "
+        f"malformed {v.get('malformed')}"
+    )
+
+
+def _stdoutlog(v: dict[str, Any]) -> str:
+    seen = {k: s.get("count") for k, s in (v.get("signatures") or {}).items() if s.get("count")}
+    return "signatures: " + (", ".join(f"{k}×{n}" for k, n in seen.items()) or "none")
+
+
+def _torch_source(v: dict[str, Any]) -> str:
+    binds = (v.get("binds_check_at_wrap") or {}).get("value")
+    holds = (v.get("holds_compiling_flag") or {}).get("value")
+    return f"binds check at wrap: {binds} · holds compiling flag: {holds}"
+
+
+def _torch_runtime(v: dict[str, Any]) -> str:
+    check = v.get("is_fx_symbolic_tracing") or {}
+    config = v.get("dynamo_config") or {}
+    return (
+        f"is_fx_symbolic_tracing from {check.get('module')} · "
+        f"error_on_nested_fx_trace={config.get('error_on_nested_fx_trace')}"
+    )
+
+
+def _integrity(v: dict[str, Any]) -> str:
+    parts = []
+    for p in v.get("packages", []):
+        if not p.get("installed"):
+            parts.append(f"{p.get('package')} not installed")
+        else:
+            parts.append(f"{p.get('package')} {p.get('mismatched_count')} changed files")
+    return " · ".join(parts)
+
+
+def _files(v: dict[str, Any]) -> str:
+    files = v.get("files", [])
+    return f"{len(files)} files" + (
+        f", {len(v.get('unmatched', []))} unmatched" if v.get("unmatched") else ""
+    )
+
+
+SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "host": lambda v: f"{v.get('hostname')} · up {v.get('uptime_s')}s · {v.get('cpu_count')} cpus",
+    "pyenv": _pyenv,
+    "gpus": _gpus,
+    "processes": lambda v: f"{len(v.get('processes', []))} matching processes",
+    "caches": _caches,
+    "checksums": _files,
+    "script_patches": lambda v: f"{v.get('patches')} patches",
+    "checkpoints": _checkpoints,
+    "trainlog": _trainlog,
+    "stdoutlog": _stdoutlog,
+    "dataset": _files,
+    "torch_source": _torch_source,
+    "torch_runtime": _torch_runtime,
+    "integrity": _integrity,
+}
+
+
+def summarize(fact: Fact) -> str:
+    if not fact.ok:
+        return f"FAILED: {fact.error}"
+    value = fact.value
+    summary = SUMMARIES.get(fact.probe)
+    if summary is None or not isinstance(value, dict):
+        text = repr(value)
+        return text if len(text) <= 100 else text[:97] + "..."
+    try:
+        return summary(value)
+    except (AttributeError, TypeError) as exc:  # a value of another shape: show, don't guess
+        return f"(value not summarised: {exc})"
