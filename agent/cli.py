@@ -232,6 +232,13 @@ def _probe_list(only: str | None) -> frozenset[str] | None:
     return names
 
 
+@app.command(help="Show what the app does, on this machine.")
+def demo() -> None:
+    # Until the end-to-end demo (reference trainer, break, diagnose, fix) exists, the demo
+    # is the fact sweep of this machine, with this app's own interpreter as the target's.
+    facts(target="local", interpreter=sys.executable)
+
+
 @app.command(help="Write a commented doctor.toml template.")
 def init(
     path: Annotated[str, typer.Argument(help="Where to write it.")] = "doctor.toml",
