@@ -1,9 +1,12 @@
 """Per-device ``torch.compile(flex_attention)`` and the compile lock (``--compile-lock``).
 
-Each device compiles its own function, as the incident's per-GPU worker threads did. On
-CPU every simulated device holds CPU tensors, so dynamo would share one cache entry per
-shape between them; ``isolate_recompiles=True`` gives each device its own entries (and its
-own recompile limit), which is what separate GPUs get from their device guards.
+Each device compiles its own function, as the incident's per-GPU worker threads did.
+Dynamo keeps compiled entries, and counts its recompile limit, per code object. On GPUs
+the device guards keep each device's entries apart; simulated CPU devices all hold CPU
+tensors and would share one entry per shape. So every (device, call site) gets its own
+code object (a copy of ``_flex_site`` under another name). ``isolate_recompiles=True`` is
+torch's API for this, but on torch 2.13 its region id is process-global
+(``set_eval_frame_isolate_recompiles_id``), so concurrent threads mix their regions.
 ``dynamic=False`` keeps one static graph per sequence length, as the incident's trainer
 had: new lengths mean new compilations.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, cast
@@ -22,11 +26,17 @@ from torch.nn.attention.flex_attention import BlockMask, flex_attention
 FlexFn = Callable[..., torch.Tensor]
 
 
-def compiled_flex(recompile_limit: int | None) -> FlexFn:
-    fn = torch.compile(
-        flex_attention, dynamic=False, isolate_recompiles=True, recompile_limit=recompile_limit
-    )
-    return cast(FlexFn, fn)
+def _flex_site(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask
+) -> torch.Tensor:
+    return cast(torch.Tensor, flex_attention(q, k, v, block_mask=block_mask))
+
+
+def compiled_flex(device: str, site: str) -> FlexFn:
+    name = f"flex_{site}_" + "".join(c if c.isalnum() else "_" for c in device)
+    code = _flex_site.__code__.replace(co_name=name, co_qualname=name)
+    fn = types.FunctionType(code, _flex_site.__globals__, name)
+    return cast(FlexFn, torch.compile(fn, dynamic=False))
 
 
 class CompileGate:
@@ -82,14 +92,13 @@ class DeviceFlex:
         self,
         device: str,
         sites: tuple[str, ...],
-        recompile_limit: int | None,
         gate: CompileGate | None,
         say: Callable[[str], None],
     ) -> None:
         self.device = device
         # Created now, not on first use: each wrapper binds torch's FX-tracing check when
         # it is made, which is what makes a later monkeypatch of that check ineffective.
-        self._fns = {site: compiled_flex(recompile_limit) for site in sites}
+        self._fns = {site: compiled_flex(device, site) for site in sites}
         self._seen: set[tuple[str, tuple[int, ...], tuple[int, ...]]] = set()
         self._gate = gate
         self._say = say

@@ -34,11 +34,12 @@ class Rate:
     def add(self, n: int) -> None:
         self.tokens += n
 
-    def take(self) -> float:
+    def take(self) -> tuple[int, float]:
+        """(tokens, tokens/s) of the interval that ends now; starts the next one."""
         now = time.perf_counter()
-        rate = self.tokens / max(now - self.started, 1e-9)
+        tokens, rate = self.tokens, self.tokens / max(now - self.started, 1e-9)
         self.tokens, self.started = 0, now
-        return rate
+        return tokens, rate
 
 
 @dataclass
@@ -65,9 +66,7 @@ class TargetDevice:
         torch.manual_seed(env.cfg.seed)  # every target holds the same frozen weights
         self.model = TargetModel(env.cfg.model).to(self.torch_device).eval()
         self.masks = MaskCache(self.torch_device)
-        self.flex = DeviceFlex(
-            name, ("target",), env.cfg.recompile_limit, env.gate, env.console.say
-        )
+        self.flex = DeviceFlex(name, ("target",), env.gate, env.console.say)
 
     @property
     def thread_name(self) -> str:
@@ -86,6 +85,11 @@ class TargetDevice:
         shape = (self.env.cfg.batch_size, length)
         return torch.zeros(shape, dtype=torch.long, device=self.torch_device)
 
+    def run_on(
+        self, ch: Channels, prompts: Sequence[dataset.Prompt], first_batch: int
+    ) -> Callable[[], None]:
+        return lambda: self.run(ch, prompts, first_batch)
+
     def run(self, ch: Channels, prompts: Sequence[dataset.Prompt], first_batch: int) -> None:
         cfg, rate = self.env.cfg, Rate()
         stream = dataset.batches(
@@ -102,9 +106,10 @@ class TargetDevice:
                 return
             rate.add(tokens.numel())
             if done % cfg.log_every == 0:
+                tokens_done, tok_s = rate.take()
                 self.env.train_log.record(
                     device=self.name, role="target", step=done, loss=None,
-                    tokens_per_s=round(rate.take(), 1), seq_len=batch.length,
+                    tokens=tokens_done, tokens_per_s=round(tok_s, 1), seq_len=batch.length,
                 )  # fmt: skip
 
 
@@ -124,7 +129,7 @@ class DrafterDevice:
             self.optimizer.load_state_dict(resumed["optimizer"])
             self.step = int(resumed["metadata"]["step"])
         self.masks = MaskCache(self.torch_device)
-        self.flex = DeviceFlex(name, ("drafter",), cfg.recompile_limit, env.gate, env.console.say)
+        self.flex = DeviceFlex(name, ("drafter",), env.gate, env.console.say)
         self.dataset_meta: dict[str, Any] = {}
         self.last_tok_s: float | None = None
 
@@ -180,19 +185,21 @@ class DrafterDevice:
             accuracy = self.model.accuracy(self.draft(tokens, hidden), tokens)
             rate.add(tokens.numel())
             if self.step % cfg.log_every == 0:
-                self._log(loss, accuracy, rate.take(), tokens.shape[1])
+                self._log(loss, accuracy, *rate.take(), tokens.shape[1])
             if self.rank == 0 and self.step % cfg.save_every == 0:
                 self.save()
                 saved_at = self.step
         if self.rank == 0 and self.step > saved_at and not ch.failed.is_set():
             self.save()
 
-    def _log(self, loss: torch.Tensor | None, accuracy: float, tok_s: float, length: int) -> None:
+    def _log(
+        self, loss: torch.Tensor | None, accuracy: float, n: int, tok_s: float, length: int
+    ) -> None:
         self.last_tok_s = round(tok_s * self.env.cfg.drafters, 1)
         value = None if loss is None else round(loss.item(), 4)
         self.env.train_log.record(
             device=self.name, role="drafter", step=self.step, loss=value,
-            draft_acc=round(accuracy, 4), tokens_per_s=round(tok_s, 1), seq_len=length,
+            draft_acc=round(accuracy, 4), tokens=n, tokens_per_s=round(tok_s, 1), seq_len=length,
         )  # fmt: skip
         if self.rank == 0:
             self.env.console.say(

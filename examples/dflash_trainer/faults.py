@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch._dynamo
@@ -16,23 +17,67 @@ import torch.fx._symbolic_trace
 
 from .config import NestedFxTrace
 
+_installed = False
+_compiling = False
 
-def emulate_torch211_compile_flag() -> str:
-    """Make this process compile the way torch <= 2.11 does, as far as the FX race goes.
 
-    In torch 2.13 ``convert_frame.compile_inner`` enters
-    ``torch.compiler._compile_session_context()``, which sets the process-global
-    ``_is_compiling_flag`` for the whole compilation; ``is_fx_symbolic_tracing()`` is
-    ``_is_fx_tracing_flag and not is_compiling()``, so the global FX flag that make_fx
-    sets (``Tracer.trace``) is hidden from every thread while anything compiles. torch
-    2.11 has no such context: replacing it with a no-op restores that. Nothing else
-    changes: the FX flag is still set by torch's own tracer, and other threads' compiled
-    calls fail in torch's own check with torch's own error text.
+def _on_compile_start(_args: object) -> None:
+    global _compiling
+    _compiling = True
+
+
+def _on_compile_end(_args: object) -> None:
+    global _compiling
+    _compiling = False
+    torch.fx._symbolic_trace._is_fx_tracing_flag = False
+
+
+def emulate_torch211_race() -> str:
+    """Make this process's compilations visible to other threads as torch <= 2.11's are.
+
+    Two documented changes, both on torch's real state, and nothing else:
+
+    1. torch 2.13's ``convert_frame.compile_inner`` enters
+       ``torch.compiler._compile_session_context()``, which sets the process-global
+       ``_is_compiling_flag`` for the whole compilation. ``is_fx_symbolic_tracing()`` is
+       ``_is_fx_tracing_flag and not is_compiling()``, so that flag hides the FX flag from
+       every thread while anything compiles; torch 2.11 has no such context. It is
+       replaced by a no-op here.
+    2. torch sets the process-global ``torch.fx._symbolic_trace._is_fx_tracing_flag``
+       in ``Tracer.trace``, which make_fx runs only when a compilation misses the compile
+       cache (a warm cache makes no call at all). On this CPU build that window is ~0.2%
+       of a flex_attention compile, so the race would need long luck. The emulation
+       keeps the flag set from the end of torch's own first trace in a compilation to
+       that compilation's end (dynamo's compile-end callback): the window is widened,
+       and it still opens only when torch itself traced, i.e. on a cold compile.
+
+    Another thread's compiled call then goes through torch's own check in
+    ``eval_frame.compile_wrapper`` and raises torch's own RuntimeError, or runs eager
+    when ``error_on_nested_fx_trace`` is False.
     """
-    if not hasattr(torch.compiler, "_compile_session_context"):
-        return "not needed: this torch has no compile-session flag (<= 2.11 behaviour already)"
-    torch.compiler._compile_session_context = contextlib.nullcontext  # type: ignore[attr-defined]
-    return "torch.compiler._compile_session_context replaced by a no-op (torch <= 2.11 behaviour)"
+    global _installed
+    if hasattr(torch.compiler, "_compile_session_context"):
+        torch.compiler._compile_session_context = contextlib.nullcontext  # type: ignore[attr-defined]
+    if not _installed:
+        from torch._dynamo.callback import on_compile_end, on_compile_start
+
+        original = torch.fx.Tracer.trace
+
+        def trace_and_hold(self: Any, root: Any, concrete_args: Any = None) -> Any:
+            graph = original(self, root, concrete_args)
+            if _compiling:
+                torch.fx._symbolic_trace._is_fx_tracing_flag = True
+            return graph
+
+        torch.fx.Tracer.trace = trace_and_hold  # type: ignore[method-assign]
+        on_compile_start(_on_compile_start)
+        on_compile_end(_on_compile_end)
+        _installed = True
+    return (
+        "torch.compiler._compile_session_context is a no-op; torch's FX-tracing flag, once "
+        "torch's own tracer sets it in a compilation, stays set until that compilation ends "
+        "(torch <= 2.11 race, window widened)"
+    )
 
 
 def set_nested_fx_trace(mode: NestedFxTrace) -> None:

@@ -11,7 +11,7 @@ the CPU training path feeds to SDPA, so the two attention paths cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, create_mask
@@ -49,6 +49,22 @@ class MaskCache:
         self.device = device
         self._block: dict[tuple[str, int], BlockMask] = {}
         self._dense: dict[int, torch.Tensor] = {}
+
+    def prebuild(self, lengths: Sequence[int], drafter: bool) -> None:
+        """Build every mask a run will use, before its worker threads start.
+
+        ``create_block_mask`` is not thread-safe on torch 2.13: it enters
+        ``torch.fx.traceback.annotate``, which edits the process-global
+        ``current_meta`` dict, and two threads doing that at once fail with
+        ``KeyError: 'custom'``. A run only meets the dataset's lengths, so all its masks
+        can be made up front, in one thread.
+        """
+        for n in lengths:
+            if drafter:
+                self.drafter(n)
+                self.drafter_dense(n)
+            else:
+                self.target(n)
 
     def target(self, seq_len: int) -> BlockMask:
         key = ("target", seq_len)

@@ -29,13 +29,36 @@ def _prepare_process(cfg: TrainConfig, console: Console, devices: int) -> None:
     """Process-wide torch settings; run once per process before any device exists."""
     console.capture_torch_logs()
     if cfg.emulate_torch211_race:
-        console.say(f"EMULATION: {faults.emulate_torch211_compile_flag()}")
-    faults.set_nested_fx_trace(cfg.nested_fx_trace)
+        console.say(f"EMULATION: {faults.emulate_torch211_race()}")
+    _dynamo_settings(cfg)
     cores = os.cpu_count() or 1
     torch.set_num_threads(cfg.intra_op_threads or max(1, cores // devices))
 
 
-def _after_build(cfg: TrainConfig, console: Console, devices: Sequence[Any], lengths: list[int]):
+def _dynamo_settings(cfg: TrainConfig) -> None:
+    """Apply the run's dynamo settings to the calling thread.
+
+    torch 2.13 keeps dynamo config overrides per thread (a ContextVar): a value set in
+    the main thread does not reach worker threads, so every worker sets its own.
+    """
+    faults.set_nested_fx_trace(cfg.nested_fx_trace)
+    if cfg.recompile_limit is not None:
+        torch._dynamo.config.recompile_limit = cfg.recompile_limit
+
+
+def _with_settings(cfg: TrainConfig, work: Callable[[], None]) -> Callable[[], None]:
+    def body() -> None:
+        _dynamo_settings(cfg)
+        work()
+
+    return body
+
+
+def _after_build(
+    cfg: TrainConfig, console: Console, devices: Sequence[Any], lengths: list[int]
+) -> None:
+    for device in devices:
+        device.masks.prebuild(lengths, drafter=isinstance(device, DrafterDevice))
     if cfg.monkeypatch_fx_check:
         original = faults.ineffective_fx_monkeypatch()
         console.say(
@@ -92,14 +115,14 @@ def _threads(
     install_stop(ch.stop, console)
     _after_build(cfg, console, [*targets, *drafters], lengths)
     workers = [
-        threading.Thread(target=guarded(lambda t=t: t.run(ch, prompts, first_batch), ch, console),
-                         name=t.thread_name, daemon=True)
-        for t in targets
-    ] + [
-        threading.Thread(target=guarded(d.run_on(ch), ch, console), name=d.thread_name,
-                         daemon=True)
-        for d in drafters
-    ]  # fmt: skip
+        threading.Thread(
+            target=guarded(_with_settings(cfg, work), ch, console), name=name, daemon=True
+        )
+        for name, work in [
+            *((t.thread_name, t.run_on(ch, prompts, first_batch)) for t in targets),
+            *((d.thread_name, d.run_on(ch)) for d in drafters),
+        ]
+    ]
     for w in workers:
         w.start()
     return _supervise(cfg, ch, console, workers[len(targets) :], workers)
@@ -184,7 +207,7 @@ def _process_main(
     device: TargetDevice | DrafterDevice
     if role == "target":
         device = TargetDevice(rank, name, env)
-        work: Callable[[], None] = lambda: device.run(ch, prompts, first_batch)  # noqa: E731
+        work = device.run_on(ch, prompts, first_batch)
     else:
         device = DrafterDevice(rank, name, env, resumed)
         device.dataset_meta = data_meta
