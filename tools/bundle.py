@@ -89,7 +89,7 @@ class SweepSpec(BaseModel):
     deep_checkpoint_check: bool = False
     integrity_packages: tuple[str, ...] = ("torch", "triton")
     integrity_mode: Literal["py", "all"] = "py"
-    extra_signatures: tuple[dict[str, str], ...] = ()
+    extra_signatures: tuple[dict[str, str | list[str]], ...] = ()
     text_field: str | None = None
     torch_import: bool = True
     cuda_init: bool = False

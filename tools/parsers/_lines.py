@@ -67,9 +67,10 @@ class LineReader:
         self.max_line = max_line
         self.first_line = first_line
         self.at_eof = at_eof
-        # With blocks at least as long as the longest line allowed, only the first line
-        # of a block (the one continuing the previous read) can be too long.
-        self.block = max(block, max_line)
+        # Reads no longer than the longest line allowed: then a line that fits in one
+        # read is short enough, and only a line continued across reads (checked as it
+        # grows, and as the first line of a block) can be too long.
+        self.block = min(block, max_line)
         self.cut_last_line = False
         self.lines = 0
         self.overlong = 0

@@ -131,7 +131,7 @@ TB_LINES = 5000  # a traceback longer than this is reported without its exceptio
 _THREAD = re.compile(rb"Exception in (?:thread|process) (.*?):?\s*$")
 _TB_HEAD = b"Traceback (most recent call last):"
 # What trainers and launchers put before each line: a timestamp, [tags], "[rank0]:".
-_PREFIX = re.compile(rb"^[0-9TZ:.,/ +-]*(?:\[[^\]\n]*\]:? ?)*")
+_PREFIX = re.compile(rb"^(?:[0-9][0-9TZ:.,/ +-]*)?(?:\[[^\]\n]*\]:? ?)*")
 # Lines that continue a traceback once the prefix is gone: indented frames, blanks, and
 # the banners between chained exceptions.
 _TB_CONT = (
@@ -155,9 +155,10 @@ def _tb_end(data: bytes, pos: int, prefix: bytes, budget: int) -> tuple[int, int
             end = len(data)
         line = data[pos:end]
         n += 1
-        if prefix and line.startswith(prefix):
+        if line.startswith(prefix):
             body = line[len(prefix) :]
         else:
+            # Same kind of prefix, different text (the clock ticked mid-traceback).
             m = _PREFIX.match(line)
             body = line[m.end() :] if m else line
         if body.strip() and not body.startswith(_TB_CONT):

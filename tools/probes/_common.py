@@ -2,7 +2,7 @@
 
 This module, like every probe and parser module, is shipped in the probe bundle and
 runs on the target's interpreter: stdlib only, Python >= 3.8 syntax and library
-(no ``str.removeprefix``, no ``match``, no runtime ``X | Y`` types). Annotations are
+(no string methods or statements newer than 3.8, no runtime ``X | Y`` types). Annotations are
 strings (``from __future__ import annotations``), so modern annotation syntax is fine.
 """
 

@@ -160,7 +160,13 @@ def scan_source(source: str, path: str) -> ScriptReport:
                     lines = markers.setdefault("torch.compile", [])
                     if len(lines) < 20:
                         lines.append(dec.lineno)
-    return {"path": path, "patches": patches, "markers": markers}
+    # ast.walk is breadth-first; facts read better in source order.
+    patches.sort(key=lambda x: x["line"])
+    return {
+        "path": path,
+        "patches": patches,
+        "markers": {k: sorted(v) for k, v in sorted(markers.items())},
+    }
 
 
 def expand(paths: list[str]) -> tuple[list[str], list[str]]:

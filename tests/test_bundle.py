@@ -1,0 +1,224 @@
+"""The one-round-trip sweep: plan, bundle, one command, typed results."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need
+from tests.test_probe_support import make_workspace
+from tools.bundle import (
+    PROBES,
+    SweepSpec,
+    build_plan,
+    parse_output,
+    render,
+    sweep,
+)
+from tools.errors import CommandTimeout, UsageError
+from tools.probes._runner import SENTINEL
+from tools.transport.base import CommandResult
+from tools.transport.local import LocalTransport
+
+SHIPPED = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[1] / "tools").glob("*/*.py")
+    if p.parent.name in ("probes", "parsers") and p.name != "__init__.py"
+)
+
+
+class Counting:
+    """A transport that counts round trips and can rewrite what comes back."""
+
+    name = "counting"
+
+    def __init__(self, inner: LocalTransport | None = None, prefix: bytes = b"") -> None:
+        self.inner = inner or LocalTransport()
+        self.calls: list[tuple[str, ...]] = []
+        self.prefix = prefix
+
+    def run(
+        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
+    ) -> CommandResult:
+        self.calls.append(tuple(argv))
+        r = self.inner.run(argv, stdin=stdin, timeout=timeout)
+        return CommandResult(
+            r.argv, r.rc, self.prefix + r.stdout, r.stderr, r.duration, self.name, r.stdin_digest
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def test_incident_workspace_in_one_round_trip(tmp_path: Path) -> None:
+    """Every probe for the incident's layout, one command, one result per probe."""
+    need(importlib.util.find_spec("torch") is not None, "torch", "not installed in .venv")
+    ws = make_workspace(tmp_path)
+    t = Counting()
+    spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+    result = sweep(t, spec)
+    assert t.calls == [(sys.executable, "-")]
+    assert result.names == list(PROBES)
+    failed = {r.probe: r.error_text for r in result.failed()}
+    assert failed == {}, failed
+    assert result["checkpoints"].value["step_numbers"] == [600, 690]  # type: ignore[index,call-overload]
+    fx = result["stdoutlog"].value["signatures"]["fx_nested_trace"]  # type: ignore[index,call-overload]
+    assert fx["count"] == 1 and fx["first_line"] == 6
+    drafter = result["trainlog"].value["groups"]["role=drafter,device=cuda:2"]  # type: ignore[index,call-overload]
+    assert drafter["throughput"]["median"] == 4266.0
+    patches = result["script_patches"].value["files"][0]["patches"]  # type: ignore[index,call-overload]
+    assert patches[0]["target"] == "st.is_fx_symbolic_tracing"
+    runtime = result["torch_runtime"].value
+    assert runtime["is_fx_symbolic_tracing"]["is_torch_own"] is True  # type: ignore[index,call-overload]
+    assert result["gpus"].value["available"] is False  # type: ignore[index,call-overload]
+    assert all(r.rc == 0 and r.stdin_digest == result.stdin_digest for r in result.results)
+    assert result.python is not None and result.python["executable"] == sys.executable
+
+
+def test_probe_time_limit_is_per_probe(tmp_path: Path) -> None:
+    """A probe past its limit is killed and reported; the others are not held up."""
+    spec = SweepSpec(
+        interpreter=sys.executable, timeouts={"torch_runtime": 0.3}, workspace=str(tmp_path)
+    )
+    result = sweep(LocalTransport(), spec, only=["torch_runtime", "host"])
+    assert result["torch_runtime"].error is not None
+    assert result["torch_runtime"].error.kind == "timeout"
+    assert result["host"].ok
+
+
+def test_unconfigured_probes_are_skipped_without_a_trip() -> None:
+    """No paths in the spec: those probes are 'skipped' results and never travel."""
+    t = Counting()
+    result = sweep(t, SweepSpec(interpreter=sys.executable), only=["trainlog", "checkpoints"])
+    assert t.calls == []
+    assert [r.error.kind for r in result.results if r.error] == ["skipped", "skipped"]
+    assert result.ok
+
+
+def test_unknown_probe_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown probe"):
+        build_plan(SweepSpec(), only=["gpus", "gpu"])
+
+
+def test_missing_interpreter_fails_every_probe_with_the_reason() -> None:
+    result = sweep(
+        LocalTransport(), SweepSpec(interpreter="/nonexistent/python3"), only=["host", "gpus"]
+    )
+    assert result.rc == 127
+    assert {r.error.kind for r in result.results if r.error} == {"bundle_failed"}
+    assert "not found" in result.results[0].error_text  # type: ignore[operator]
+
+
+def test_banner_before_the_document_is_ignored(tmp_path: Path) -> None:
+    """A login banner or a chatty hop in front of the document does no harm."""
+    t = Counting(prefix=b"Welcome to gpu-host!\n" + SENTINEL.encode() + b"not json\n")
+    result = sweep(t, SweepSpec(interpreter=sys.executable, workspace=str(tmp_path)), only=["host"])
+    assert result["host"].ok
+
+
+def test_transport_failure_raises() -> None:
+    """An unreachable target is an exception, as everywhere in tools/."""
+
+    class Down(Counting):
+        def run(
+            self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
+        ) -> CommandResult:
+            raise CommandTimeout("no answer", target="down")
+
+    with pytest.raises(CommandTimeout):
+        sweep(Down(), SweepSpec(), only=["host"])
+
+
+def fake_result(doc: object, rc: int = 0) -> CommandResult:
+    out = SENTINEL.encode() + json.dumps(doc).encode() + b"\n"
+    return CommandResult(("python3", "-"), rc, out, b"", 0.1, "fake", "d" * 64)
+
+
+def test_value_not_in_the_declared_shape_is_malformed() -> None:
+    plan = build_plan(SweepSpec(), only=["host"])
+    doc = {
+        "format": 1,
+        "results": [
+            {
+                "probe": "host",
+                "ok": True,
+                "value": {"disks": "many"},
+                "error": None,
+                "duration": 0.0,
+                "commands": [],
+            }
+        ],
+    }
+    r = parse_output(fake_result(doc), plan)["host"]
+    assert not r.ok and r.error is not None and r.error.kind == "malformed"
+    assert "disks" in r.error.message
+
+
+@pytest.mark.parametrize(
+    ("doc", "needle"),
+    [
+        ({"format": 1, "fatal": "python 3.6 is older than 3.8"}, "older than 3.8"),
+        ({"format": 99, "results": []}, "format 99"),
+        ({"format": 1, "results": []}, "no result"),
+    ],
+)
+def test_bundle_level_failures(doc: dict[str, object], needle: str) -> None:
+    plan = build_plan(SweepSpec(), only=["gpus"])
+    r = parse_output(fake_result(doc), plan)["gpus"]
+    assert not r.ok and needle in (r.error_text or "")
+
+
+def test_bundle_is_deterministic_stdlib_and_python38() -> None:
+    """Same plan, same bytes (stable stdin digests for transcripts); every shipped module
+    parses as Python 3.8 and imports only the stdlib or its siblings."""
+    plan = build_plan(SweepSpec.for_workspace("/workspace"))
+    script = render(plan)
+    assert script == render(plan)
+    ast.parse(script, feature_version=(3, 8))
+    stdlib = set(sys.stdlib_module_names)
+    for path in SHIPPED:
+        tree = ast.parse(path.read_text(), feature_version=(3, 8))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                # typing_extensions and torch are optional and guarded where imported.
+                assert top in stdlib or top in ("__future__", "typing_extensions", "torch"), (
+                    path.name,
+                    name,
+                )
+
+
+# Annotations are strings in shipped modules (``from __future__ import annotations``), so
+# ``X | None`` there is fine; these are runtime calls that 3.8 lacks.
+NEWER_THAN_38 = (
+    "removeprefix",
+    "removesuffix",
+    "zip(strict",
+    "functools.cache(",
+    "@functools.cache\n",
+    "pairwise(",
+    "math.lcm",
+    "waitstatus_to_exitcode",
+)
+
+
+def test_no_post_38_library_calls_in_shipped_code() -> None:
+    """A cheap guard for what ast.parse(feature_version) cannot see: library calls that
+    only exist after 3.8 (the thorough check is `vermin -t=3.8-`, see BENCHMARKS.md)."""
+    for path in SHIPPED:
+        lines = path.read_text().splitlines()
+        text = "\n".join(ln for ln in lines if not ln.lstrip().startswith("#"))
+        for bad in NEWER_THAN_38:
+            assert bad not in text, (path.name, bad)

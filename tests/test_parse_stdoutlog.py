@@ -1,0 +1,164 @@
+"""Error signatures in a trainer's stdout log: counts, line numbers, tracebacks."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools.parsers import stdoutlog
+from tools.parsers.stdoutlog import SIGNATURES, compile_signatures
+
+FX = (
+    "RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized"
+    " function. This is not supported at the moment."
+)
+
+
+def scan_text(tmp_path: Path, text: str | bytes, **kw: Any) -> dict[str, Any]:
+    p = tmp_path / "train_stdout.log"
+    p.write_bytes(text.encode() if isinstance(text, str) else text)
+    with io.FileIO(str(p), "r") as f:
+        return stdoutlog.scan(f, **kw)
+
+
+@pytest.mark.parametrize(
+    ("line", "signature"),
+    [
+        (FX, "fx_nested_trace"),
+        ("W1130 torch._dynamo hit config.recompile_limit (8)", "recompile_limit"),
+        ("torch._dynamo hit config.cache_size_limit (8)", "recompile_limit"),
+        ("torch.compile will skip tracing the frame and fall back to eager.", "eager_fallback"),
+        ("Recompiling function forward in train.py:10", "recompile"),
+        ("torch._inductor.exc.InductorError: KeyError", "inductor_error"),
+        ("KeyError: 'custom'", "keyerror_custom"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+        (
+            "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)",
+            "nccl_timeout",
+        ),
+        ("torch.distributed.DistBackendError: NCCL error in: x", "nccl_error"),
+        ("RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_error"),
+        ("Killed", "killed"),
+        ("Fatal Python error: Segmentation fault", "killed"),
+        ("Exception in thread drafter-2:", "thread_exception"),
+        ("[rank0]: Traceback (most recent call last):", "traceback"),
+    ],
+)
+def test_each_signature_matches_its_text(tmp_path: Path, line: str, signature: str) -> None:
+    """One row of the table per failure the incident (or a GPU run) prints."""
+    out = scan_text(tmp_path, f"step 1 loss 2.0\n{line}\nstep 2 loss 1.9\n")
+    hit = out["signatures"][signature]
+    assert hit["count"] == 1
+    assert hit["first_line"] == hit["last_line"] == 2
+
+
+def test_quiet_log_hits_nothing(tmp_path: Path) -> None:
+    """Ordinary progress lines match no signature."""
+    out = scan_text(tmp_path, "".join(f"step {i} loss 2.0 tok/s 12800\n" for i in range(1000)))
+    assert all(v["count"] == 0 for v in out["signatures"].values())
+    assert out["lines_read"] == 1000
+
+
+def test_traceback_exception_and_thread_with_prefixes(tmp_path: Path) -> None:
+    """Prefixed lines (timestamp, [thread]) still yield the exception and its thread."""
+    text = (
+        "2026-01-01 10:00:01 [drafter-1] Exception in thread drafter-1:\n"
+        "2026-01-01 10:00:01 [drafter-1] Traceback (most recent call last):\n"
+        '2026-01-01 10:00:01 [drafter-1]   File "x.py", line 3, in run\n'
+        "2026-01-01 10:00:01 [drafter-1]     f()\n"
+        f"2026-01-01 10:00:01 [drafter-1] {FX}\n"
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "t.py", line 9\n'
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    out = scan_text(tmp_path, text)
+    assert out["signatures"]["traceback"]["count"] == 2
+    assert out["exceptions"]["RuntimeError"]["first_line"] == 5
+    assert out["exceptions"]["torch.OutOfMemoryError"]["count"] == 1
+    assert list(out["thread_exceptions"]) == ["drafter-1 -> RuntimeError"]
+
+
+def test_chained_tracebacks_end_at_the_last_exception(tmp_path: Path) -> None:
+    """'During handling of the above…' continues a traceback; the final line counts."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "a.py", line 1\n'
+        "KeyError: 'custom'\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "b.py", line 2\n'
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised\n"
+    )
+    out = scan_text(tmp_path, text)
+    assert set(out["exceptions"]) == {"KeyError", "torch._dynamo.exc.BackendCompilerFailed"}
+
+
+def test_traceback_across_block_boundary(tmp_path: Path) -> None:
+    """A traceback that straddles two read blocks still finds its exception line."""
+    filler = "x" * 1000 + "\n"
+    head = filler * ((1 << 20) // len(filler))
+    text = head + "Traceback (most recent call last):\n" + "  frame\n" * 2000 + FX + "\n"
+    out = scan_text(tmp_path, text)
+    assert out["exceptions"]["RuntimeError"]["count"] == 1
+
+
+def test_binary_garbage_is_survived(tmp_path: Path) -> None:
+    """Random bytes (NULs, invalid UTF-8) around a real hit neither crash nor hide it."""
+    garbage = os.urandom(200_000).replace(b"\n", b"")
+    out = scan_text(tmp_path, garbage + b"\n" + FX.encode() + b"\n" + garbage)
+    assert out["signatures"]["fx_nested_trace"]["count"] == 1
+    assert out["unterminated_last_line"]
+
+
+def test_fifty_megabyte_line_is_counted_not_held(tmp_path: Path) -> None:
+    """A 50 MB line is one overlong line; the lines around it are still scanned."""
+    p = tmp_path / "train_stdout.log"
+    with p.open("wb") as f:
+        f.write(b"Killed\n")
+        f.write(b"z" * (50 << 20) + b"\n")
+        f.write(FX.encode() + b"\n")
+    with io.FileIO(str(p), "r") as f:
+        out = stdoutlog.scan(f)
+    assert out["overlong_lines"] == 1
+    assert out["signatures"]["killed"]["first_line"] == 1
+    assert out["signatures"]["fx_nested_trace"]["first_line"] == 3
+
+
+def test_tail_holds_the_last_lines(tmp_path: Path) -> None:
+    """The last lines of the log are a fact of their own (what it said before dying)."""
+    out = scan_text(tmp_path, "".join(f"line {i}\n" for i in range(50)))
+    assert out["tail"][-1] == "line 49" and len(out["tail"]) == 10
+
+
+def test_profile_signature_is_added(tmp_path: Path) -> None:
+    """A profile can add a row; with no needles it is searched by regex alone."""
+    out = scan_text(
+        tmp_path,
+        "ok\nAssertionError: shapes differ\n",
+        extra=[{"id": "shapes", "pattern": r"shapes differ"}],
+    )
+    assert out["signatures"]["shapes"]["first_line"] == 2
+
+
+@pytest.mark.parametrize(
+    "row",
+    [{"id": "fx_nested_trace", "pattern": "x"}, {"id": "new", "pattern": "("}, {"pattern": "x"}],
+)
+def test_bad_profile_signature_is_refused(row: dict[str, str]) -> None:
+    """A duplicate id, a broken regex or a missing id is a ValueError naming the row."""
+    with pytest.raises(ValueError, match="signature"):
+        compile_signatures([row])
+
+
+def test_every_needle_is_in_its_pattern_matches() -> None:
+    """Each built-in row's needles are substrings of text its regex matches: a needle
+    that can never occur would silently disable the row."""
+    assert SIGNATURES
+    for sig in SIGNATURES:
+        assert sig.needles, sig.id

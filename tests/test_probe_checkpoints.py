@@ -1,0 +1,107 @@
+"""checkpoints: step directories, their files and metadata, gaps, damage."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from tests.test_probe_support import make_workspace, write_pt
+from tools.probes import checkpoints
+from tools.probes._common import Context, ProbeFailure
+
+
+def collect(path: Path, **params: object) -> checkpoints.CheckpointsValue:
+    return checkpoints.collect({"path": str(path), **params}, Context())
+
+
+def test_incident_listing(tmp_path: Path) -> None:
+    """step_600 and step_690 with their metadata; the logs are other entries."""
+    ws = make_workspace(tmp_path)
+    out = collect(ws / "checkpoints")
+    assert out["step_numbers"] == [600, 690] and out["latest_step"] == 690
+    last = out["steps"][-1]
+    assert last["metadata_file"] == "metadata.json"
+    assert last["metadata"]["torch"]["version"] == "2.11.0+cu130"
+    assert {f["name"]: f["ok"] for f in last["files"]} == {
+        "drafter.pt": True,
+        "metadata.json": True,
+        "optimizer.pt": True,
+    }
+    assert {e["name"] for e in out["other_entries"]} == {"train_log.jsonl", "train_stdout.log"}
+    assert out["problems"] == 0
+
+
+def test_empty_checkpoint_dir(tmp_path: Path) -> None:
+    """An empty directory is a fact: no steps, empty."""
+    out = collect(tmp_path)
+    assert out["empty"] and out["steps"] == [] and out["latest_step"] is None
+
+
+@pytest.mark.parametrize(("what", "kind"), [("missing", "not_found"), ("file", "not_a_directory")])
+def test_unusable_path_fails_the_probe(tmp_path: Path, what: str, kind: str) -> None:
+    p = tmp_path / "ckpt"
+    if what == "file":
+        p.write_text("x")
+    with pytest.raises(ProbeFailure) as err:
+        collect(p)
+    assert err.value.kind == kind and err.value.path == str(p)
+
+
+def test_truncated_files_and_broken_metadata(tmp_path: Path) -> None:
+    """A cut .pt (no zip directory), an empty file and unparsable metadata are problems."""
+    d = tmp_path / "step_10"
+    d.mkdir()
+    write_pt(d / "drafter.pt", b"w" * 10000)
+    data = (d / "drafter.pt").read_bytes()
+    (d / "drafter.pt").write_bytes(data[: len(data) // 2])
+    (d / "optimizer.pt").write_bytes(b"")
+    (d / "metadata.json").write_text('{"step": 10, "torch"')
+    out = collect(tmp_path)
+    step = out["steps"][0]
+    files = {f["name"]: f for f in step["files"]}
+    assert files["drafter.pt"]["ok"] is False and "zip" in files["drafter.pt"]["problem"]
+    assert files["optimizer.pt"]["problem"] == "empty file"
+    assert "does not parse" in step["metadata_error"]
+    assert out["problems"] == 1 and len(step["problems"]) == 4
+
+
+def test_deep_check_finds_a_flipped_byte(tmp_path: Path) -> None:
+    """With deep, a CRC mismatch inside an intact zip is found."""
+    d = tmp_path / "step_1"
+    d.mkdir()
+    write_pt(d / "model.pt", b"A" * 5000)
+    raw = bytearray((d / "model.pt").read_bytes())
+    i = raw.index(b"A" * 100)
+    raw[i + 50] = ord("B")
+    (d / "model.pt").write_bytes(bytes(raw))
+    shallow = collect(tmp_path)["steps"][0]["files"][0]
+    deep = collect(tmp_path, deep=True)["steps"][0]["files"][0]
+    assert shallow["ok"] is True
+    assert deep["ok"] is False and "CRC" in deep["problem"]
+
+
+def test_safetensors_truncation(tmp_path: Path) -> None:
+    d = tmp_path / "checkpoint-5"
+    d.mkdir()
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    out = collect(tmp_path)
+    f = out["steps"][0]["files"][0]
+    assert f["format"] == "safetensors" and f["ok"] is False and "truncated" in f["problem"]
+
+
+def test_gaps_and_unfinished_saves(tmp_path: Path) -> None:
+    """Steps 100..500 every 100 minus 300, plus a step_600.tmp that never finished."""
+    for s in (100, 200, 400, 500):
+        (tmp_path / f"step_{s}").mkdir()
+        write_pt(tmp_path / f"step_{s}" / "m.pt")
+    (tmp_path / "step_600.tmp").mkdir()
+    out = collect(tmp_path)
+    assert out["step_numbers"] == [100, 200, 400, 500]
+    assert out["typical_interval"] == 100
+    assert out["gaps"] == [{"after": 200, "before": 400, "missing_intervals": 1}]
+    tmp = [s for s in out["steps"] if s["incomplete"]]
+    assert tmp[0]["name"] == "step_600.tmp" and "unfinished save" in tmp[0]["problems"][-1]

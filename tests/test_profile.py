@@ -1,0 +1,139 @@
+"""doctor.toml profiles: the template, loading, overrides, and profiles that do not hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tools.bundle import SweepSpec
+from tools.errors import ConfigError, UsageError
+from tools.profile import (
+    TargetProfile,
+    load_config,
+    template_text,
+    workspace_spec,
+    write_template,
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_profile_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("DFLASH_DOCTOR_"):
+            monkeypatch.delenv(key)
+
+
+def test_template_loads_and_means_the_incident_layout(tmp_path: Path) -> None:
+    """The file `init` writes is valid as written, and its one target sweeps /workspace."""
+    path = write_template(tmp_path / "doctor.toml")
+    profile = load_config(path).target()
+    spec = profile.sweep_spec()
+    assert spec.train_log == "/workspace/checkpoints/train_log.jsonl"
+    assert spec.stdout_log == "/workspace/checkpoints/train_stdout.log"
+    assert spec.scripts == ("/workspace/*.py",)
+    assert "# " in template_text() and "[targets.trainer]" in template_text()
+
+
+def test_template_is_not_overwritten(tmp_path: Path) -> None:
+    path = write_template(tmp_path / "doctor.toml")
+    path.write_text("# mine\n")
+    with pytest.raises(UsageError, match="exists"):
+        write_template(path)
+    assert path.read_text() == "# mine\n"
+    write_template(path, force=True)
+    assert "[targets.trainer]" in path.read_text()
+
+
+def test_full_profile(tmp_path: Path) -> None:
+    path = tmp_path / "doctor.toml"
+    path.write_text("""
+default_target = "h200"
+[targets.h200]
+uri = "ssh://root@gpu-host/pct:200"
+interpreter = "/workspace/.venv/bin/python"
+workspace = "/workspace"
+train_log = "/logs/train.jsonl"
+launch = "cd /workspace && python train_dflash.py --resume"
+timeouts = { trainlog = 300 }
+[targets.h200.log_fields]
+throughput = "tps"
+throughput_unit = "ktok/s"
+group = ["device"]
+[[targets.h200.signatures]]
+id = "shapes"
+pattern = "shapes differ"
+""")
+    profile = load_config(path).target()
+    assert profile.uri == "ssh://root@gpu-host/pct:200"
+    spec = profile.sweep_spec()
+    assert spec.train_log == "/logs/train.jsonl"  # given
+    assert spec.checkpoints == "/workspace/checkpoints"  # from the layout
+    assert spec.process_match == ("train_dflash.py",)  # from the launch command
+    assert spec.log_fields == {"throughput": "tps", "group": ["device"]}
+    assert spec.throughput_unit == "ktok/s"
+    assert spec.timeouts == {"trainlog": 300}
+    assert spec.extra_signatures[0]["id"] == "shapes"
+    assert profile.sweep_spec(workspace="/other").checkpoints == "/other/checkpoints"
+
+
+def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_template(tmp_path / "doctor.toml")
+    monkeypatch.setenv("DFLASH_DOCTOR_TARGETS__TRAINER__INTERPRETER", "/opt/venv/bin/python")
+    assert load_config(path).target("trainer").interpreter == "/opt/venv/bin/python"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[targets.x\n", "not valid TOML"),
+        ('[targets.x]\nuri = "ssh://"\n', "targets.x.uri"),
+        ('[targets.x]\nuri = "local"\nworkspce = "/w"\n', "targets.x.workspce"),
+        ('[targets.x]\nuri = "local"\ntimeouts = { gpu = 3 }\n', "unknown probe"),
+        ('[targets.x]\nuri = "local"\nparallel = 0\n', "targets.x.parallel"),
+        (
+            '[targets.x]\nuri = "local"\n[targets.x.log_fields]\nthroughput_unit = "tok/h"\n',
+            "throughput_unit",
+        ),
+    ],
+)
+def test_bad_profiles_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "doctor.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=needle) as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+
+
+def test_missing_file_and_unknown_target(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such profile"):
+        load_config(tmp_path / "nope.toml")
+    path = write_template(tmp_path / "doctor.toml")
+    with pytest.raises(ConfigError, match=r"no target 'gpu'.*trainer"):
+        load_config(path).target("gpu")
+
+
+def test_default_path_may_be_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --profile and without a doctor.toml anywhere: no targets, no error."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    config = load_config()
+    assert config.targets == {}
+    with pytest.raises(ConfigError, match="no target named"):
+        config.target()
+
+
+def test_workspace_without_profile() -> None:
+    spec = workspace_spec("/workspace/")
+    assert spec == SweepSpec.for_workspace("/workspace")
+    assert spec.checkpoints == "/workspace/checkpoints"
+
+
+def test_process_patterns() -> None:
+    assert TargetProfile(uri="local").process_patterns() == ["train"]
+    assert TargetProfile(uri="local", launch="torchrun --nproc 8 /w/run.py").process_patterns() == [
+        "run.py"
+    ]
+    assert TargetProfile(uri="local", process_match=["x"]).process_patterns() == ["x"]

@@ -1,0 +1,371 @@
+"""Target profiles: ``doctor.toml``, read with pydantic-settings.
+
+A profile says how to reach a trainer and where its evidence lies::
+
+    [targets.trainer]
+    uri = "ssh://root@gpu-host/pct:200"
+    interpreter = "/workspace/.venv/bin/python"
+    workspace = "/workspace"
+
+Everything a profile leaves out follows the incident's layout under ``workspace``
+(``checkpoints/`` with ``step_N/``, ``train_log.jsonl``, ``train_stdout.log``; scripts
+``*.py``; prompts ``data/*.jsonl``). Environment variables override the file
+(``DFLASH_DOCTOR_DEFAULT_TARGET``, ``DFLASH_DOCTOR_TARGETS__TRAINER__INTERPRETER``…).
+
+Public API::
+
+    config = load_config(path)              # DoctorConfig; ConfigError when it does not hold
+    profile = config.target("trainer")      # TargetProfile (or config.target(None): default)
+    spec = profile.sweep_spec()             # tools.bundle.SweepSpec for sweep()
+    write_template(path)                    # the commented doctor.toml ``init`` writes
+    spec = workspace_spec("/workspace")     # no profile: the incident's layout
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from tools.bundle import PROBES, SweepSpec
+from tools.errors import ConfigError, TargetURIError, UsageError
+from tools.transport.uri import parse_target
+
+__all__ = [
+    "CONFIG_NAME",
+    "DoctorConfig",
+    "LogFields",
+    "Signature",
+    "TargetProfile",
+    "default_config_path",
+    "load_config",
+    "template_text",
+    "workspace_spec",
+    "write_template",
+]
+
+CONFIG_NAME = "doctor.toml"
+
+
+class LogFields(BaseModel):
+    """Where ``train_log.jsonl`` keeps what the doctor reads; unset fields are found
+    among common names (``tok/s``, ``tokens_per_sec``, ``ktok_s``, …)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: str | None = None
+    loss: str | None = None
+    throughput: str | None = None
+    time: str | None = None
+    group: list[str] | None = Field(
+        None, description="fields that split the log into series, e.g. ['role', 'device']"
+    )
+    throughput_unit: Literal["tok/s", "ktok/s", "mtok/s"] | None = None
+
+    def as_params(self) -> dict[str, str | list[str]]:
+        out: dict[str, str | list[str]] = {}
+        for key in ("step", "loss", "throughput", "time"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        if self.group is not None:
+            out["group"] = list(self.group)
+        return out
+
+
+class Signature(BaseModel):
+    """An extra error signature for ``train_stdout.log`` (see tools.parsers.stdoutlog)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    pattern: str
+    means: str = ""
+    needles: list[str] = Field(default_factory=list)
+
+
+class TargetProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    uri: str = Field(description="how to reach the trainer: local, ssh://user@host[:port]/hop…")
+    interpreter: str = "python3"
+    workspace: str | None = None
+    checkpoints: str | None = None
+    train_log: str | None = None
+    stdout_log: str | None = None
+    scripts: list[str] | None = None
+    dataset: list[str] | None = None
+    inductor_cache: str | None = None
+    triton_cache: str | None = None
+    launch: str | None = Field(None, description="the trainer's launch command")
+    process_match: list[str] | None = None
+    log_fields: LogFields = Field(default_factory=LogFields)
+    signatures: list[Signature] = Field(default_factory=list)
+    metadata_names: list[str] | None = None
+    integrity_packages: list[str] = Field(default_factory=lambda: ["torch", "triton"])
+    integrity_mode: Literal["py", "all"] = "py"
+    torch_import: bool = True
+    timeouts: dict[str, float] = Field(default_factory=dict)
+    parallel: int = Field(4, ge=1, le=32)
+
+    @field_validator("uri")
+    @classmethod
+    def _uri_parses(cls, v: str) -> str:
+        try:
+            return str(parse_target(v.strip()))
+        except TargetURIError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("timeouts")
+    @classmethod
+    def _known_probes(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(v) - set(PROBES))
+        if unknown:
+            raise ValueError(f"unknown probe(s) {', '.join(unknown)}")
+        if any(t <= 0 for t in v.values()):
+            raise ValueError("timeouts must be positive")
+        return v
+
+    def process_patterns(self) -> list[str]:
+        """What identifies the trainer in a process list: the profile's patterns, else
+        the script the launch command runs, else ``train``."""
+        if self.process_match:
+            return list(self.process_match)
+        if self.launch:
+            try:
+                words = shlex.split(self.launch)
+            except ValueError:
+                words = self.launch.split()
+            scripts = [os.path.basename(w) for w in words if w.endswith(".py")]
+            if scripts:
+                return scripts[:1]
+        return ["train"]
+
+    def sweep_spec(self, workspace: str | None = None) -> SweepSpec:
+        """The sweep for this target; ``workspace`` (a CLI ``--workspace``) overrides."""
+        ws = workspace or self.workspace
+        base: dict[str, Any] = {}
+        if ws:
+            base = SweepSpec.for_workspace(ws).model_dump(exclude_unset=True)
+        given: dict[str, Any] = {
+            "checkpoints": self.checkpoints,
+            "train_log": self.train_log,
+            "stdout_log": self.stdout_log,
+            "scripts": self.scripts,
+            "dataset": self.dataset,
+            "inductor_cache": self.inductor_cache,
+            "triton_cache": self.triton_cache,
+            "metadata_names": self.metadata_names,
+        }
+        base.update({k: v for k, v in given.items() if v is not None})
+        base.update(
+            interpreter=self.interpreter,
+            process_match=tuple(self.process_patterns()),
+            log_fields=self.log_fields.as_params(),
+            throughput_unit=self.log_fields.throughput_unit,
+            extra_signatures=tuple(
+                {"id": s.id, "pattern": s.pattern, "means": s.means, "needles": s.needles}
+                for s in self.signatures
+            ),
+            integrity_packages=tuple(self.integrity_packages),
+            integrity_mode=self.integrity_mode,
+            torch_import=self.torch_import,
+            timeouts=dict(self.timeouts),
+            parallel=self.parallel,
+        )
+        try:
+            return SweepSpec(**base)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, "profile")) from None
+
+
+class DoctorConfig(BaseSettings):
+    """The whole ``doctor.toml``: named targets and which one is the default."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DFLASH_DOCTOR_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    default_target: str | None = None
+    targets: dict[str, TargetProfile] = Field(default_factory=dict)
+
+    def target(self, name: str | None = None) -> TargetProfile:
+        """The profile called ``name`` (the default target when None)."""
+        key = name or self.default_target
+        if key is None:
+            if len(self.targets) == 1:
+                return next(iter(self.targets.values()))
+            raise ConfigError(
+                "no target named and no default_target set; targets: "
+                + (", ".join(sorted(self.targets)) or "none")
+            )
+        try:
+            return self.targets[key]
+        except KeyError:
+            known = ", ".join(sorted(self.targets)) or "none"
+            raise ConfigError(f"no target {key!r} in the profile (targets: {known})") from None
+
+
+def default_config_path() -> Path:
+    """``./doctor.toml`` when there is one, else ``$XDG_CONFIG_HOME/dflash-doctor/``."""
+    here = Path.cwd() / CONFIG_NAME
+    if here.exists():
+        return here
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "dflash-doctor" / CONFIG_NAME
+
+
+def _describe(exc: ValidationError, where: str) -> str:
+    lines = [f"{where}: {exc.error_count()} problem(s)"]
+    for e in exc.errors()[:10]:
+        loc = ".".join(str(x) for x in e["loc"]) or "(top)"
+        lines.append(f"  {loc}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path | None = None) -> DoctorConfig:
+    """Read ``doctor.toml`` (``default_config_path()`` when None) plus the environment.
+
+    A path named explicitly must exist; the default one may be absent (no targets).
+    Any problem — unreadable file, bad TOML, a value that does not hold — is a
+    ConfigError that names the file and the field."""
+    explicit = path is not None
+    file = Path(path) if path is not None else default_config_path()
+    if not file.exists():
+        if explicit:
+            raise ConfigError(f"{file}: no such profile file")
+        file_source: Path | None = None
+    else:
+        try:
+            # Parse once ourselves: pydantic-settings would raise tomllib's error without
+            # the file name, and an unreadable file deserves its own message.
+            tomllib.loads(file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        file_source = file
+
+    class _FromFile(DoctorConfig):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+            if file_source is not None:
+                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=file_source))
+            return tuple(sources)
+
+    try:
+        loaded = _FromFile()
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, str(file))) from None
+    return DoctorConfig.model_construct(**dict(loaded))
+
+
+def workspace_spec(workspace: str, interpreter: str = "python3") -> SweepSpec:
+    """No profile, only ``--workspace DIR``: the incident's layout."""
+    return SweepSpec.for_workspace(workspace, interpreter=interpreter)
+
+
+TEMPLATE = """\
+# dflash-doctor target profiles.
+#
+# One [targets.NAME] table per trainer. Paths are on the target. Anything left out
+# follows the incident's layout under `workspace`:
+#   WORKSPACE/checkpoints/step_N/          checkpoints (metadata.json inside)
+#   WORKSPACE/checkpoints/train_log.jsonl  one JSON line per step (and device)
+#   WORKSPACE/checkpoints/train_stdout.log what the trainer printed
+#   WORKSPACE/*.py                         training scripts (md5 + sha256, patches)
+#   WORKSPACE/data/*.jsonl                 prompts
+# Environment variables override this file: DFLASH_DOCTOR_DEFAULT_TARGET,
+# DFLASH_DOCTOR_TARGETS__TRAINER__INTERPRETER=/other/python, ...
+
+# default_target = "trainer"
+
+[targets.trainer]
+# How to reach it: "local", "ssh://user@host[:port]", plus container hops after
+# the host, e.g. "ssh://root@gpu-host/pct:200" (LXC 200 on a Proxmox host).
+uri = "local"
+
+# The Python the trainer runs with (a venv's, say): probes run on it, so versions
+# and packages are the trainer's.
+interpreter = "python3"
+
+workspace = "/workspace"
+# checkpoints = "/workspace/checkpoints"
+# train_log = "/workspace/checkpoints/train_log.jsonl"
+# stdout_log = "/workspace/checkpoints/train_stdout.log"
+# scripts = ["/workspace/train_dflash.py", "/workspace/configs/*.yaml"]
+# dataset = ["/workspace/data/prompts.jsonl"]
+
+# Compile caches when the trainer sets them itself (else TORCHINDUCTOR_CACHE_DIR /
+# TRITON_CACHE_DIR of the login environment, else torch's and triton's defaults).
+# inductor_cache = "/workspace/compile_cache"
+# triton_cache = "/root/.triton/cache"
+
+# The trainer's launch command (playbooks restart it with this); the script it runs
+# also identifies its process unless process_match says otherwise.
+# launch = "cd /workspace && python train_dflash.py --resume"
+# process_match = ["train_dflash.py"]
+
+# Checkpoint metadata file names, first found wins.
+# metadata_names = ["metadata.json"]
+
+# Package integrity (files against dist-info/RECORD): "py" hashes .py files, "all"
+# hashes everything (several GB for a CUDA torch).
+# integrity_packages = ["torch", "triton"]
+# integrity_mode = "py"
+
+# Per-probe time limits in seconds, and probes run at once on the target.
+# timeouts = { trainlog = 300, integrity = 600 }
+# parallel = 4
+
+[targets.trainer.log_fields]
+# Field names in train_log.jsonl when they are not among the common ones
+# (step/global_step, loss, tok/s/tokens_per_sec/ktok_s/..., time/timestamp).
+# step = "global_step"
+# throughput = "tps"
+# throughput_unit = "tok/s"      # or "ktok/s", "mtok/s"
+# group = ["role", "device"]     # one series per device; [] for one series
+
+# Extra error signatures for train_stdout.log:
+# [[targets.trainer.signatures]]
+# id = "my_assert"
+# pattern = "AssertionError: shapes"
+# means = "the collate function produced mismatched shapes"
+# needles = ["AssertionError"]
+"""
+
+
+def template_text() -> str:
+    return TEMPLATE
+
+
+def write_template(path: str | Path, *, force: bool = False) -> Path:
+    """Write the commented template to ``path``; an existing file is kept unless
+    ``force`` (UsageError otherwise, so ``init`` never overwrites a profile)."""
+    target = Path(path)
+    if target.exists() and not force:
+        raise UsageError(f"{target} exists; not overwriting it (use --force)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(TEMPLATE, encoding="utf-8")
+    return target
