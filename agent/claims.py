@@ -106,6 +106,14 @@ class RatioAtLeast(_Pred):
     ratio: float
 
 
+class Greater(_Pred):
+    """``a > b`` for two numbers: e.g. a cache's oldest entry is newer than the baseline's."""
+
+    op: Literal["greater"] = "greater"
+    a: Ref
+    b: Ref
+
+
 class Exists(_Pred):
     """The value is there and is not null, false, zero or empty."""
 
@@ -133,6 +141,11 @@ Predicate = Annotated[
     | Absent,
     Field(discriminator="op"),
 ]
+
+PREDICATES = (
+    Equal, Differs, Contains, Matches, AtLeast, AtMost, RatioBelow, RatioAtLeast, Greater,
+    Exists, Absent,
+)  # fmt: skip
 
 Outcome = Literal["holds", "fails", "unverifiable", "rejected"]
 
@@ -163,10 +176,20 @@ MISSING = object()
 
 
 def resolve(fact: Fact, path: Sequence[PathPart]) -> object:
-    """The value at ``path`` in ``fact.value``, or ``MISSING``."""
+    """The value at ``path`` in ``fact.value``, or ``MISSING``.
+
+    A part is a dict key, a list index, or a selector ``"@key=value"`` that picks the first
+    dict in a list whose ``key`` is ``value`` (as text): ``("files", "@path=/w/train.py",
+    "md5")`` names one file's md5 whatever its position in the list.
+    """
     value: object = fact.value
     for part in path:
-        if isinstance(value, dict) and isinstance(part, str):
+        if isinstance(part, str) and part.startswith("@") and isinstance(value, list):
+            key, _, wanted = part[1:].partition("=")
+            value = next(
+                (v for v in value if isinstance(v, dict) and str(v.get(key)) == wanted), MISSING
+            )
+        elif isinstance(value, dict) and isinstance(part, str):
             value = value.get(part, MISSING)
         elif isinstance(value, list) and isinstance(part, int):
             value = value[part] if -len(value) <= part < len(value) else MISSING
@@ -280,6 +303,12 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         return ok, (
             f"{_v(pred.a, values)} is {ratio:.2f}× {_v(pred.b, values)} ({rel} {pred.ratio:g}×)"
         )
+    if isinstance(pred, Greater):
+        left, right = _number(values[pred.a]), _number(values[pred.b])
+        if left is None or right is None:
+            return None, f"{pred.a.show()} or {pred.b.show()} is not a number"
+        rel = ">" if left > right else "≤"
+        return left > right, f"{_v(pred.a, values)} {rel} {_v(pred.b, values)}"
     if isinstance(pred, Exists | Absent):
         present = _truthy(values[pred.a])
         text = f"{_v(pred.a, values)} ({'present' if present else 'empty'})"

@@ -21,6 +21,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from agent import nodes
+from agent.claims import PREDICATES
 from agent.rules.base import Rule
 from agent.state import DiagnosisState
 
@@ -35,21 +36,7 @@ CHECKPOINT_TYPES = [
     ("agent.claims", "Claim"),
     ("agent.claims", "Verdict"),
     ("agent.claims", "Ref"),
-    *[
-        ("agent.claims", name)
-        for name in (
-            "Equal",
-            "Differs",
-            "Contains",
-            "Matches",
-            "AtLeast",
-            "AtMost",
-            "RatioBelow",
-            "RatioAtLeast",
-            "Exists",
-            "Absent",
-        )
-    ],
+    *[("agent.claims", cls.__name__) for cls in PREDICATES],
     ("agent.baseline", "DiffEntry"),
 ]
 

@@ -51,7 +51,7 @@ class Doctor:
     ledger: Ledger
     gather: Gatherer
     rules: Sequence[Rule]
-    comparables: Sequence[Comparable] = ()
+    comparables: Callable[[Ledger, Sequence[str]], Sequence[Comparable]] = lambda _l, _i: ()
     baselines: BaselineStore | None = None
     playbooks: Mapping[str, Playbook] = field(default_factory=dict)
     approver: Approver = "never"
@@ -85,7 +85,8 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
         snapshot = doctor.baselines.load(state.baseline)
         imported = import_snapshot(snapshot, doctor.ledger)
         baseline_ids = imported
-    entries = diff(doctor.comparables, doctor.ledger, state.facts, baseline_ids)
+    table = doctor.comparables(doctor.ledger, state.facts)
+    entries = diff(table, doctor.ledger, state.facts, baseline_ids)
     log.info(
         "diffed",
         baseline=state.baseline or "derived",

@@ -118,3 +118,14 @@ def test_claims_round_trip_as_json() -> None:
     )
     assert Claim.model_validate_json(claim.model_dump_json()) == claim
     assert claim.cites == ["F-1", "F-2"]
+
+
+def test_selector_paths_pick_list_items_by_key(ledger: Ledger) -> None:
+    """("files", "@path=/w/a.py", "md5") finds that file wherever it sits in the list."""
+    fid = add(
+        ledger, {"files": [{"path": "/w/b.py", "md5": "bb"}, {"path": "/w/a.py", "md5": "aa"}]}
+    )
+    ref = Ref(fact=fid, path=("files", "@path=/w/a.py", "md5"))
+    assert check(Claim(predicate=Equal(a=ref, value="aa")), ledger).outcome == "holds"
+    missing = Ref(fact=fid, path=("files", "@path=/w/c.py", "md5"))
+    assert check(Claim(predicate=Exists(a=missing)), ledger).outcome == "unverifiable"

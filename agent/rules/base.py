@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent.baseline import DiffEntry
-from agent.claims import MISSING, resolve
+from agent.claims import MISSING, Ref, resolve
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, Kind
 
@@ -40,6 +40,15 @@ class Evidence:
 
     def differing(self, *keys: str) -> list[DiffEntry]:
         return [d for d in self.diff if d.differs and (not keys or d.key in keys)]
+
+
+def ref(fact: Fact, *path: str | int, label: str = "") -> Ref:
+    return Ref(fact=fact.id, path=path, label=label)
+
+
+def has(fact: Fact | None, *path: str | int) -> bool:
+    """Whether ``fact`` holds a value at ``path`` (a claim about it can be checked)."""
+    return fact is not None and fact.ok and resolve(fact, path) is not MISSING
 
 
 class Rule(Protocol):

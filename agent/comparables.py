@@ -1,0 +1,180 @@
+"""What a baseline diff compares, and where each quantity lives in the probes' facts.
+
+Static entries cover versions and caches; per-file entries (script md5s) and the
+drafter's throughput are found in the current facts, since their keys (file paths,
+the log's role/device groups) differ from one trainer to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent.baseline import Comparable
+from agent.claims import MISSING, resolve
+from agent.facts import Fact, Ledger
+
+LATEST = ("steps", -1, "metadata")
+
+STATIC: tuple[Comparable, ...] = (
+    Comparable(
+        "python.version",
+        "Python version",
+        "pyenv",
+        ("python", "version"),
+        derived=("checkpoints", (*LATEST, "python")),
+    ),
+    Comparable(
+        "torch.version",
+        "torch version",
+        "pyenv",
+        ("torch", "version"),
+        derived=("checkpoints", (*LATEST, "torch", "version")),
+    ),
+    Comparable(
+        "torch.git",
+        "torch git hash",
+        "pyenv",
+        ("torch", "git_version"),
+        derived=("checkpoints", (*LATEST, "torch", "git_version")),
+    ),
+    Comparable("torch.cuda", "torch CUDA version", "pyenv", ("torch", "cuda")),
+    Comparable(
+        "triton.version",
+        "triton version",
+        "pyenv",
+        ("key_packages", "triton"),
+        derived=("checkpoints", (*LATEST, "triton", "version")),
+    ),
+    Comparable(
+        "transformers.version", "transformers version", "pyenv", ("key_packages", "transformers")
+    ),
+    Comparable(
+        "torch.holds_compiling_flag",
+        "compilation holds torch's compiling flag",
+        "torch_source",
+        ("holds_compiling_flag", "value"),
+    ),
+    Comparable(
+        "dynamo.error_on_nested_fx_trace",
+        "dynamo error_on_nested_fx_trace",
+        "torch_runtime",
+        ("dynamo_config", "error_on_nested_fx_trace"),
+    ),
+    Comparable(
+        "fx_check.module",
+        "module of is_fx_symbolic_tracing",
+        "torch_runtime",
+        ("is_fx_symbolic_tracing", "module"),
+    ),
+    Comparable(
+        "torch.changed_files",
+        "torch files differing from RECORD",
+        "integrity",
+        ("packages", "@package=torch", "mismatched_count"),
+    ),
+    Comparable(
+        "cache.inductor.files",
+        "inductor cache files",
+        "caches",
+        ("caches", "@cache=inductor", "files"),
+    ),
+    Comparable(
+        "cache.inductor.oldest",
+        "inductor cache oldest entry (mtime)",
+        "caches",
+        ("caches", "@cache=inductor", "oldest_mtime"),
+    ),
+    Comparable(
+        "cache.extra.files",
+        "workspace compile cache files",
+        "caches",
+        ("caches", "@cache=extra", "files"),
+    ),
+    Comparable(
+        "cache.extra.oldest",
+        "workspace compile cache oldest entry (mtime)",
+        "caches",
+        ("caches", "@cache=extra", "oldest_mtime"),
+    ),
+    Comparable(
+        "fx_check.patches",
+        "monkeypatches of the FX check in scripts",
+        "script_patches",
+        ("patches",),
+    ),
+)
+
+ENVIRONMENT_KEYS = (
+    "python.version",
+    "torch.version",
+    "torch.git",
+    "torch.cuda",
+    "triton.version",
+    "transformers.version",
+    "torch.holds_compiling_flag",
+    "torch.changed_files",
+)
+
+
+def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
+    found = None
+    for fact_id in ids:
+        fact = ledger.get(fact_id)
+        if fact.probe == probe and fact.ok:
+            found = fact
+    return found
+
+
+def drafter_group(fact: Fact) -> str | None:
+    """The train log's group for drafter records ("role=drafter,…"), when it has one."""
+    groups = resolve(fact, ("groups",))
+    if not isinstance(groups, dict):
+        return None
+    drafters = sorted(k for k in groups if "role=drafter" in k.split(","))
+    return drafters[0] if len(drafters) == 1 else None
+
+
+def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
+    table = list(STATIC)
+    checksums = _latest(ledger, ids, "checksums")
+    files = resolve(checksums, ("files",)) if checksums else MISSING
+    if isinstance(files, list):
+        for entry in files:
+            if isinstance(entry, dict) and "md5" in entry:
+                path = str(entry["path"])
+                table.append(
+                    Comparable(
+                        f"md5:{path}",
+                        f"md5 of {path}",
+                        "checksums",
+                        ("files", f"@path={path}", "md5"),
+                    )
+                )
+    dataset = _latest(ledger, ids, "dataset")
+    files = resolve(dataset, ("files",)) if dataset else MISSING
+    if isinstance(files, list):
+        for entry in files:
+            if isinstance(entry, dict) and "lines" in entry:
+                path = str(entry["path"])
+                table.append(
+                    Comparable(
+                        f"dataset.lines:{path}",
+                        f"prompts in {path}",
+                        "dataset",
+                        ("files", f"@path={path}", "lines"),
+                        derived=("checkpoints", (*LATEST, "dataset", "size")),
+                    )
+                )
+    trainlog = _latest(ledger, ids, "trainlog")
+    group = drafter_group(trainlog) if trainlog else None
+    if group is not None:
+        table.append(
+            Comparable(
+                "throughput.drafter",
+                "drafter tokens/s (recent median)",
+                "trainlog",
+                ("groups", group, "throughput", "recent_median"),
+                derived=("checkpoints", (*LATEST, "tokens_per_s")),
+            )
+        )
+    return table

@@ -1,0 +1,28 @@
+"""The rule base: one module per failure family (see ../shared/DESIGN.md's table)."""
+
+from __future__ import annotations
+
+from agent.rules.base import Evidence, Rule
+from agent.rules.checkpoint_integrity import CheckpointIntegrity
+from agent.rules.compile_cache import CompileCacheCold
+from agent.rules.eager_fallback import SilentEagerFallback
+from agent.rules.environment_drift import EnvironmentDrift
+from agent.rules.fx_trace_race import FxTraceRace
+from agent.rules.monkeypatch import IneffectiveMonkeypatch
+from agent.rules.script_changed import ScriptChanged
+from agent.rules.shape_churn import DatasetShapeChurn
+
+__all__ = ["Evidence", "Rule", "default_rules"]
+
+
+def default_rules() -> list[Rule]:
+    return [
+        EnvironmentDrift(),
+        ScriptChanged(),
+        CompileCacheCold(),
+        FxTraceRace(),
+        SilentEagerFallback(),
+        IneffectiveMonkeypatch(),
+        DatasetShapeChurn(),
+        CheckpointIntegrity(),
+    ]
