@@ -137,6 +137,7 @@ Predicate = Annotated[
     | AtMost
     | RatioBelow
     | RatioAtLeast
+    | Greater
     | Exists
     | Absent,
     Field(discriminator="op"),

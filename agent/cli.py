@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import structlog
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.table import Table
 
 from agent import __version__
 from agent.gather import SweepGatherer
+from agent.graph import build_graph, sqlite_checkpointer
 from agent.logs import configure_logging
-from agent.session import Session
+from agent.nodes import Doctor
+from agent.report import build_report, render_markdown
+from agent.runner import baseline_store, build_doctor, record_outcome, run_session
+from agent.session import Session, SessionConfig, ssh_dict
+from agent.state import DiagnosisState
 from agent.summaries import summarize
 from agent.targets import Resolved, resolve_target
 from tools.bundle import PROBES
@@ -230,6 +236,149 @@ def _probe_list(only: str | None) -> frozenset[str] | None:
             f"unknown probe(s) {', '.join(unknown)} in --only (known: {', '.join(PROBES)})"
         )
     return names
+
+
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline", "-b", help="A snapshot name; without it, derive one from the workspace."
+    ),
+]
+
+
+@app.command(help="Store the target's facts now as a named known good state.")
+def snapshot(
+    name: Annotated[str, typer.Option("--name", "-n", help="Name of the baseline.")],
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="URI or profile name.")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    interpreter: InterpreterOpt = None,
+    config: ConfigOpt = None,
+    accept_new_host_key: AcceptNewOpt = False,
+    known_hosts: KnownHostsOpt = None,
+    identity: IdentityOpt = None,
+    ssh_config: SSHConfigOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
+    retries: RetriesOpt = 3,
+) -> None:
+    resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
+    store = baseline_store()
+    store.path(name)  # a bad name fails before anything runs
+    ssh = ssh_options(
+        accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
+    )
+    session = _session("snapshot", resolved, ssh)
+    try:
+        gathered = SweepGatherer(session.target(str(resolved.uri)), resolved.spec, session.ledger)(
+            None
+        )
+    finally:
+        session.close()
+    path = store.save(name, str(resolved.uri), gathered)
+    failed = [f.probe for f in gathered if not f.ok]
+    typer.echo(f"baseline {name!r}: {len(gathered)} facts from {resolved.uri} -> {path}")
+    if failed:
+        typer.echo(f"  (could not observe: {', '.join(failed)})")
+
+
+@app.command(help="Diagnose the target: facts, baseline diff, hypotheses, cited report.")
+def diagnose(
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="URI or profile name.")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    interpreter: InterpreterOpt = None,
+    config: ConfigOpt = None,
+    baseline: BaselineOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    accept_new_host_key: AcceptNewOpt = False,
+    known_hosts: KnownHostsOpt = None,
+    identity: IdentityOpt = None,
+    ssh_config: SSHConfigOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
+    retries: RetriesOpt = 3,
+) -> None:
+    resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
+    if baseline is not None:
+        baseline_store().load(baseline)  # an unknown baseline fails before anything runs
+    ssh = ssh_options(
+        accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
+    )
+    session = Session.create(
+        SessionConfig(
+            command="diagnose",
+            target=str(resolved.uri),
+            mode="guided",
+            spec=resolved.spec,
+            baseline=baseline,
+            ssh=ssh_dict(ssh),
+        )
+    )
+    structlog.contextvars.bind_contextvars(session=session.id)
+    _drive(session, DiagnosisState(target=str(resolved.uri), mode="guided", baseline=baseline), fmt)
+
+
+@app.command(help="Continue a session after a crash, or answer its pending approval.")
+def resume(
+    session_id: Annotated[str, typer.Argument(help="The session id (see its state directory).")],
+    approve: Annotated[
+        bool | None, typer.Option("--approve/--decline", help="Answer the pending approval.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+) -> None:
+    session = Session.reopen(session_id)
+    structlog.contextvars.bind_contextvars(session=session.id)
+    _drive(session, None, fmt, answer=approve)
+
+
+def _drive(
+    session: Session, start: DiagnosisState | None, fmt: str, answer: bool | None = None
+) -> None:
+    assert session.config is not None and session.config.spec is not None
+    interactive = sys.stdin.isatty()
+    try:
+        transport = session.target(session.config.target)
+        doctor = build_doctor(session, transport, session.config.spec, approver="human")
+        reply = None
+        if answer is not None:
+            pending = _pending_question(session, doctor)
+            reply = {"approve": answer, "digest": (pending or {}).get("plan", {}).get("digest")}
+        outcome = run_session(session, doctor, start=start, answer=reply)
+        while outcome.paused is not None and interactive:
+            plan = outcome.paused.get("plan", {})
+            Console(stderr=True).print(
+                f"fix {plan.get('playbook')} answers {plan.get('hypothesis')}: "
+                + "; ".join(plan.get("steps", []))
+            )
+            ok = typer.confirm("apply this fix?", default=False)
+            outcome = run_session(
+                session, doctor, answer={"approve": ok, "digest": plan.get("digest")}
+            )
+        record_outcome(session, outcome.state)
+    finally:
+        session.close()
+    report = build_report(outcome.state, session.ledger, session.id)
+    if fmt == "json":
+        typer.echo(report.model_dump_json(indent=1))
+    else:
+        Console().print(Markdown(render_markdown(report)))
+    if outcome.paused is not None:
+        typer.echo(
+            f"paused for approval: dflash-doctor resume {session.id} --approve (or --decline)",
+            err=True,
+        )
+
+
+def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None:
+    graph = build_graph(doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path))
+    snapshot_ = graph.get_state({"configurable": {"thread_id": session.id}})
+    for task in snapshot_.tasks:
+        for interrupt_ in task.interrupts:
+            value = interrupt_.value
+            if isinstance(value, dict):
+                return value
+    return None
 
 
 @app.command(help="Show what the app does, on this machine.")

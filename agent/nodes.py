@@ -93,7 +93,7 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
         entries=len(entries),
         differing=sum(e.differs for e in entries),
     )
-    return {"diff": entries, "facts": imported}
+    return {"diff": entries, "baseline_facts": imported}
 
 
 def fan_out(state: DiagnosisState, runtime: Runtime[Doctor]) -> list[Send]:

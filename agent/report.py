@@ -97,12 +97,13 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     facts = [
         {
             "id": f.id,
+            "baseline": f.id in state.baseline_facts and f.id not in state.facts,
             "probe": f.probe,
             "command": shlex.join(f.argv),
             "rc": f.rc,
             "error": f.error,
         }
-        for f in (ledger.get(i) for i in state.facts)
+        for f in (ledger.get(i) for i in [*state.facts, *state.baseline_facts])
     ]
     return Report(
         target=state.target, session=session, verdict=verdict, sections=sections, facts=facts

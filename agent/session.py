@@ -1,26 +1,42 @@
 """A session: its id, its state directory, its fact ledger and its recorded transcript.
 
 State lives under ``$XDG_STATE_HOME/dflash-doctor/sessions/<id>/`` (``~/.local/state`` when
-unset): ``ledger.jsonl`` and ``transcript.jsonl``. Every command that crosses a target in
-a session goes through ``Session.target()`` and so is recorded.
+unset):
+
+- ``session.json``   what the session runs against (target, sweep spec, baseline, mode,
+  SSH options), so ``resume`` can rebuild it after a crash or a closed laptop;
+- ``ledger.jsonl``   the facts; ``transcript.jsonl`` every command that crossed a target;
+- ``graph.sqlite``   the LangGraph checkpoints; ``redaction.json`` placeholder numbering
+  (value hashes only).
+
+Every command that crosses a target in a session goes through ``Session.target()`` and
+so is recorded.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import re
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
 
 from agent.facts import Ledger
+from tools.bundle import SweepSpec
+from tools.errors import ConfigError
 from tools.redact import Redactor
 from tools.transcript import TranscriptWriter
-from tools.transport import SSHOptions, Target, Transport, open_target
+from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
 from tools.transport.record import RecordingTransport
 
 APP = "dflash-doctor"
+_SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}\Z")
 
 
 def state_home() -> Path:
@@ -31,8 +47,27 @@ def state_home() -> Path:
     return Path.home() / ".local" / "state"
 
 
+def app_state() -> Path:
+    return state_home() / APP
+
+
 def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+class SessionConfig(BaseModel):
+    """What a session runs against; saved so that ``resume`` rebuilds the same session."""
+
+    command: str
+    target: str
+    mode: Literal["guided", "demo", "health", "replay"] = "guided"
+    spec: SweepSpec | None = None
+    baseline: str | None = None
+    ssh: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    def ssh_options(self) -> SSHOptions:
+        return SSHOptions(**self.ssh)
 
 
 class Session:
@@ -44,20 +79,68 @@ class Session:
         ssh: SSHOptions | None = None,
         header: dict[str, Any] | None = None,
         redact_hosts: Sequence[str] = (),
+        config: SessionConfig | None = None,
+        resume: bool = False,
     ) -> None:
         self.id = session_id or new_session_id()
-        self.dir = (root or state_home() / APP / "sessions") / self.id
-        self.ssh = ssh
+        self.dir = (root or app_state() / "sessions") / self.id
+        self.config = config
+        self.ssh = ssh if ssh is not None else (config.ssh_options() if config else None)
+        self.resume = resume
         self.ledger = Ledger(self.dir / "ledger.jsonl")
         self._header = header or {}
-        self._redactor = Redactor(redact_hosts)
+        saved = self.dir / "redaction.json"
+        if resume and saved.exists():
+            self._redactor = Redactor.restore(json.loads(saved.read_text()), redact_hosts)
+        else:
+            self._redactor = Redactor(redact_hosts)
         self._writer: TranscriptWriter | None = None
         self._pool: dict[str, Transport] = {}
         self._targets: list[Target] = []
+        if config is not None and not resume:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / "session.json").write_text(config.model_dump_json(indent=1))
+
+    @classmethod
+    def create(cls, config: SessionConfig, *, root: Path | None = None) -> Session:
+        parsed = parse_target(config.target)
+        return cls(
+            root=root,
+            config=config,
+            header={"command": config.command, "target": config.target, "mode": config.mode},
+            redact_hosts=[parsed.host] if parsed.host else [],
+        )
+
+    @classmethod
+    def reopen(cls, session_id: str, *, root: Path | None = None) -> Session:
+        """The session ``session_id`` as it was saved; a clear error when there is none."""
+        base = root or app_state() / "sessions"
+        if not _SESSION_ID.match(session_id):
+            raise ConfigError(f"bad session id {session_id!r} (expected e.g. 20261130-021500-ab12)")
+        path = base / session_id / "session.json"
+        try:
+            config = SessionConfig.model_validate_json(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"no session {session_id} under {base}") from None
+        except (OSError, ValidationError) as exc:
+            raise ConfigError(f"{path}: unreadable session: {str(exc).splitlines()[0]}") from None
+        parsed = parse_target(config.target)
+        return cls(
+            session_id,
+            root=root,
+            config=config,
+            header={"command": config.command, "target": config.target},
+            redact_hosts=[parsed.host] if parsed.host else [],
+            resume=True,
+        )
 
     @property
     def transcript_path(self) -> Path:
         return self.dir / "transcript.jsonl"
+
+    @property
+    def graph_path(self) -> Path:
+        return self.dir / "graph.sqlite"
 
     def writer(self) -> TranscriptWriter:
         if self._writer is None:
@@ -67,8 +150,13 @@ class Session:
                 self.transcript_path,
                 {"app_version": __version__, "session": self.id, **self._header},
                 self._redactor,
+                resume=self.resume,
             )
         return self._writer
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Write a non-command event (a fact, a verdict, a plan) to the transcript."""
+        self.writer().write(event)
 
     def target(self, uri: str) -> RecordingTransport:
         """The target ``uri`` names, recorded into this session's transcript."""
@@ -81,3 +169,8 @@ class Session:
             transport.close()
         if self._writer is not None:
             self._writer.close()
+            (self.dir / "redaction.json").write_text(json.dumps(self._redactor.export()))
+
+
+def ssh_dict(options: SSHOptions) -> dict[str, Any]:
+    return dataclasses.asdict(options)

@@ -45,6 +45,9 @@ class DiagnosisState(BaseModel):
     """Name of a stored baseline snapshot; None derives one from the workspace."""
     facts: Annotated[list[str], _union] = Field(default_factory=list)
     """Ids of every fact this session gathered, in the ledger."""
+    baseline_facts: list[str] = Field(default_factory=list)
+    """Ids of the baseline snapshot's facts, imported into the ledger; kept apart from
+    ``facts`` so that rules never mistake the known good state for the present one."""
     diff: list[DiffEntry] = Field(default_factory=list)
     """Fact-by-fact differences between the baseline and now."""
     proposed: Annotated[list[Hypothesis], operator.add] = Field(default_factory=list)

@@ -129,3 +129,15 @@ def test_selector_paths_pick_list_items_by_key(ledger: Ledger) -> None:
     assert check(Claim(predicate=Equal(a=ref, value="aa")), ledger).outcome == "holds"
     missing = Ref(fact=fid, path=("files", "@path=/w/c.py", "md5"))
     assert check(Claim(predicate=Exists(a=missing)), ledger).outcome == "unverifiable"
+
+
+def test_every_predicate_is_in_the_union() -> None:
+    """A predicate class missing from the discriminated union could not be used in a claim."""
+    from agent.claims import PREDICATES, Ref
+
+    for cls in PREDICATES:
+        fields = {n: Ref(fact="F-1") for n in ("a", "b") if n in cls.model_fields}
+        extra = {"item": "x", "pattern": "x", "value": 1.0, "ratio": 1.0}
+        kwargs = {**{k: v for k, v in extra.items() if k in cls.model_fields}, **fields}
+        claim = Claim(predicate=cls(**kwargs))
+        assert type(Claim.model_validate_json(claim.model_dump_json()).predicate) is cls

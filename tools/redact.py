@@ -8,9 +8,11 @@ idempotent: redacting redacted text changes nothing, which replay relies on.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"\[REDACTED-[A-Z]+-\d+\]")
 
@@ -48,17 +50,33 @@ _KEEP_IPS = {"0.0.0.0", "127.0.0.1", "255.255.255.255"}
 
 
 class Redactor:
+    """Values are remembered by their sha256, never in clear, so ``export`` can be saved
+    beside a session and a resumed session keeps numbering its placeholders the same way
+    without any secret reaching the disk."""
+
     def __init__(self, hosts: Iterable[str] = ()) -> None:
         self._hosts = sorted({h for h in hosts if h and h not in _KEEP_IPS}, key=len, reverse=True)
         self._maps: dict[str, dict[str, str]] = {"HOST": {}, "IP": {}, "SECRET": {}}
         self.counts: Counter[str] = Counter()
 
+    def export(self) -> dict[str, Any]:
+        return {"maps": self._maps, "counts": dict(self.counts)}
+
+    @classmethod
+    def restore(cls, saved: dict[str, Any], hosts: Iterable[str] = ()) -> Redactor:
+        redactor = cls(hosts)
+        for kind, mapping in saved.get("maps", {}).items():
+            redactor._maps.setdefault(kind, {}).update(mapping)
+        redactor.counts.update(saved.get("counts", {}))
+        return redactor
+
     def _placeholder(self, kind: str, value: str) -> str:
         mapping = self._maps[kind]
-        if value not in mapping:
-            mapping[value] = f"[REDACTED-{kind}-{len(mapping) + 1}]"
+        key = hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+        if key not in mapping:
+            mapping[key] = f"[REDACTED-{kind}-{len(mapping) + 1}]"
         self.counts[kind] += 1
-        return mapping[value]
+        return mapping[key]
 
     def text(self, text: str) -> str:
         text = _PRIVATE_KEY.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)

@@ -49,13 +49,25 @@ class TranscriptWriter:
     """
 
     def __init__(
-        self, path: Path, header: dict[str, Any], redactor: Redactor | None = None
+        self,
+        path: Path,
+        header: dict[str, Any],
+        redactor: Redactor | None = None,
+        *,
+        resume: bool = False,
     ) -> None:
         self.path = path
         self.redactor = redactor or Redactor()
         path.parent.mkdir(parents=True, exist_ok=True)
+        if resume and path.exists():
+            # Continue the chain of a session that was interrupted (or paused for approval).
+            _, events = read_transcript(path)
+            self._seq = len(events)
+            self._prev = _sha(path.read_text(encoding="utf-8").splitlines()[-1])
+            self._fh: IO[str] = path.open("a", encoding="utf-8")
+            return
         try:
-            self._fh: IO[str] = path.open("x", encoding="utf-8")
+            self._fh = path.open("x", encoding="utf-8")
         except FileExistsError:
             raise TranscriptError(f"{path}: transcript exists already; not overwriting") from None
         self._seq = 0

@@ -1,0 +1,110 @@
+"""Run a diagnosis session: build the collaborators, run (or resume) the graph, and say
+where it stopped. The CLI, the demo, health checks and replays all come through here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import Command
+
+from agent.baseline import BaselineStore
+from agent.comparables import comparables
+from agent.gather import SweepGatherer
+from agent.graph import build_graph, sqlite_checkpointer
+from agent.nodes import Approver, Doctor, Playbook
+from agent.rules import default_rules
+from agent.rules.base import Rule
+from agent.session import Session, app_state
+from agent.state import DiagnosisState
+from tools.bundle import SweepSpec
+from tools.transport.base import Transport
+
+
+def baseline_store() -> BaselineStore:
+    return BaselineStore(app_state() / "baselines")
+
+
+@dataclass
+class Outcome:
+    state: DiagnosisState
+    paused: dict[str, Any] | None  # the approval question, when the graph waits for one
+
+
+def build_doctor(
+    session: Session,
+    transport: Transport,
+    spec: SweepSpec,
+    *,
+    approver: Approver = "never",
+    playbooks: Mapping[str, Playbook] | None = None,
+    rules: Sequence[Rule] | None = None,
+    baselines: BaselineStore | None = None,
+) -> Doctor:
+    return Doctor(
+        ledger=session.ledger,
+        gather=SweepGatherer(transport, spec, session.ledger),
+        rules=list(rules if rules is not None else default_rules()),
+        comparables=comparables,
+        baselines=baselines or baseline_store(),
+        playbooks=dict(playbooks or {}),
+        approver=approver,
+    )
+
+
+def run_session(
+    session: Session,
+    doctor: Doctor,
+    *,
+    start: DiagnosisState | None = None,
+    answer: Any = None,
+    fixes: bool = True,
+) -> Outcome:
+    """Start the graph from ``start``, or continue it: with ``answer`` (the reply to an
+    approval question) or, when neither is given, from its last checkpoint."""
+    graph = build_graph(
+        doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path), fixes=fixes
+    )
+    config = {"configurable": {"thread_id": session.id}}
+    if start is not None:
+        payload: Any = start
+    elif answer is not None:
+        payload = Command(resume=answer)
+    else:
+        payload = None
+    result = graph.invoke(payload, config, context=doctor)
+    snapshot = graph.get_state(config)
+    paused = None
+    interrupts = result.get("__interrupt__") if isinstance(result, dict) else None
+    if interrupts:
+        paused = interrupts[0].value
+    state = DiagnosisState.model_validate(snapshot.values)
+    return Outcome(state=state, paused=paused)
+
+
+def record_outcome(session: Session, state: DiagnosisState) -> None:
+    """Facts, claim verdicts, hypotheses, the plan, the approval and the verdict go into
+    the transcript after the commands that produced them: a transcript alone is enough to
+    render the report and to check a replay against."""
+    for fact_id in dict.fromkeys([*state.facts, *state.baseline_facts]):
+        fact = session.ledger.get(fact_id)
+        session.record({"type": "fact", "fact": fact.model_dump(mode="json")})
+    for entry in state.diff:
+        session.record({"type": "diff", "entry": entry.model_dump(mode="json")})
+    for hyp in state.hypotheses:
+        session.record({"type": "hypothesis", "hypothesis": hyp.model_dump(mode="json")})
+    if state.plan is not None:
+        session.record({"type": "plan", "plan": state.plan.model_dump(mode="json")})
+        session.record({"type": "approval", "approved": state.approved, "by": state.approved_by})
+    if state.outcome is not None:
+        session.record({"type": "apply", "outcome": state.outcome.model_dump(mode="json")})
+    session.record(
+        {
+            "type": "verdict",
+            "verdict": state.verdict,
+            "missing": state.missing,
+            "baseline": state.baseline,
+            "mode": state.mode,
+        }
+    )
