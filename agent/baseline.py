@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
@@ -65,6 +66,10 @@ class Snapshot(BaseModel):
     target: str
     created_at: datetime
     facts: list[Fact]
+
+
+class Baselines(Protocol):
+    def load(self, name: str) -> Snapshot: ...
 
 
 class BaselineStore:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import structlog
@@ -17,6 +18,7 @@ from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
 from agent.logs import configure_logging
 from agent.nodes import Doctor
+from agent.replay import replay as replay_transcript
 from agent.report import build_report, render_markdown
 from agent.runner import baseline_store, build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
@@ -292,6 +294,10 @@ def diagnose(
     config: ConfigOpt = None,
     baseline: BaselineOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    redact_path: Annotated[
+        list[str] | None,
+        typer.Option("--redact-path", help="A local path to hide in the transcript (repeatable)."),
+    ] = None,
     accept_new_host_key: AcceptNewOpt = False,
     known_hosts: KnownHostsOpt = None,
     identity: IdentityOpt = None,
@@ -313,6 +319,7 @@ def diagnose(
             spec=resolved.spec,
             baseline=baseline,
             ssh=ssh_dict(ssh),
+            redact_paths=redact_path or [],
         )
     )
     structlog.contextvars.bind_contextvars(session=session.id)
@@ -379,6 +386,35 @@ def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None
             if isinstance(value, dict):
                 return value
     return None
+
+
+@app.command(help="Re-run a recorded session with no machine; exit 1 if verdicts changed.")
+def replay(
+    path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
+    as_json: JsonOpt = False,
+) -> None:
+    result = replay_transcript(path)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "transcript": str(path),
+                    "same": result.same,
+                    "verdict": result.state.verdict,
+                    "hypotheses": [
+                        {"kind": h.kind, "status": h.status} for h in result.state.hypotheses
+                    ],
+                    "differences": result.differences,
+                },
+                indent=1,
+            )
+        )
+    elif result.same:
+        typer.echo(f"{path}: same facts, same verdicts ({result.state.verdict})")
+    else:
+        typer.echo(f"{path}: verdicts changed since recording:")
+        typer.echo("\n".join(result.differences))
+    raise typer.Exit(0 if result.same else 1)
 
 
 @app.command(help="Show what the app does, on this machine.")

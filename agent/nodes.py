@@ -17,7 +17,7 @@ import structlog
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
-from agent.baseline import BaselineStore, Comparable, diff, import_snapshot
+from agent.baseline import Baselines, Comparable, diff, import_snapshot
 from agent.facts import Fact, Ledger
 from agent.hypotheses import rank, verify
 from agent.rules.base import Evidence, Rule
@@ -52,7 +52,7 @@ class Doctor:
     gather: Gatherer
     rules: Sequence[Rule]
     comparables: Callable[[Ledger, Sequence[str]], Sequence[Comparable]] = lambda _l, _i: ()
-    baselines: BaselineStore | None = None
+    baselines: Baselines | None = None
     playbooks: Mapping[str, Playbook] = field(default_factory=dict)
     approver: Approver = "never"
     _lock: threading.Lock = field(default_factory=threading.Lock)

@@ -89,7 +89,8 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
     render the report and to check a replay against."""
     for fact_id in dict.fromkeys([*state.facts, *state.baseline_facts]):
         fact = session.ledger.get(fact_id)
-        session.record({"type": "fact", "fact": fact.model_dump(mode="json")})
+        baseline = fact_id in state.baseline_facts and fact_id not in state.facts
+        session.record({"type": "fact", "baseline": baseline, "fact": fact.model_dump(mode="json")})
     for entry in state.diff:
         session.record({"type": "diff", "entry": entry.model_dump(mode="json")})
     for hyp in state.hypotheses:

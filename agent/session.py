@@ -64,6 +64,7 @@ class SessionConfig(BaseModel):
     spec: SweepSpec | None = None
     baseline: str | None = None
     ssh: dict[str, Any] = Field(default_factory=dict)
+    redact_paths: list[str] = Field(default_factory=list)
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     def ssh_options(self) -> SSHOptions:
@@ -79,6 +80,7 @@ class Session:
         ssh: SSHOptions | None = None,
         header: dict[str, Any] | None = None,
         redact_hosts: Sequence[str] = (),
+        redact_paths: Sequence[str] = (),
         config: SessionConfig | None = None,
         resume: bool = False,
     ) -> None:
@@ -91,9 +93,11 @@ class Session:
         self._header = header or {}
         saved = self.dir / "redaction.json"
         if resume and saved.exists():
-            self._redactor = Redactor.restore(json.loads(saved.read_text()), redact_hosts)
+            self._redactor = Redactor.restore(
+                json.loads(saved.read_text()), redact_hosts, redact_paths
+            )
         else:
-            self._redactor = Redactor(redact_hosts)
+            self._redactor = Redactor(redact_hosts, redact_paths)
         self._writer: TranscriptWriter | None = None
         self._pool: dict[str, Transport] = {}
         self._targets: list[Target] = []
@@ -107,8 +111,15 @@ class Session:
         return cls(
             root=root,
             config=config,
-            header={"command": config.command, "target": config.target, "mode": config.mode},
+            header={
+                "command": config.command,
+                "target": config.target,
+                "mode": config.mode,
+                "baseline": config.baseline,
+                "spec": config.spec.model_dump(mode="json") if config.spec else None,
+            },
             redact_hosts=[parsed.host] if parsed.host else [],
+            redact_paths=config.redact_paths,
         )
 
     @classmethod
@@ -131,6 +142,7 @@ class Session:
             config=config,
             header={"command": config.command, "target": config.target},
             redact_hosts=[parsed.host] if parsed.host else [],
+            redact_paths=config.redact_paths,
             resume=True,
         )
 

@@ -107,9 +107,11 @@ def test_tree_shape() -> None:
         errors.HostKeyError,
         errors.CommandTimeout,
         errors.ConnectionLost,
-        errors.NotRecorded,
     ):
         assert issubclass(cls, errors.TransportError) and cls.exit_code == 255
+    # Replay's contract: a transcript that cannot be replayed exits 2.
+    assert issubclass(errors.NotRecorded, errors.TransportError)
+    assert errors.NotRecorded.exit_code == errors.TranscriptError.exit_code == 2
     for cls in (
         errors.UsageError,
         errors.TransportError,

@@ -49,21 +49,21 @@ def test_replay_returns_the_recorded_bytes_and_codes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "stdin"),
+    ("argv", "stdin", "why"),
     [
-        (["sh", "-c", "echo $RANDOM"], None),  # asked a third time
-        (["cat"], b"stdin-c"),  # other stdin
-        (["ls", "/"], None),  # never run
+        (["sh", "-c", "echo $RANDOM"], None, "asked more often than recorded"),
+        (["cat"], b"stdin-c", "recorded with other stdin"),
+        (["ls", "/"], None, "not in the transcript"),
     ],
 )
 def test_replay_fails_loudly_on_anything_unrecorded(
-    tmp_path: Path, argv: list[str], stdin: bytes | None
+    tmp_path: Path, argv: list[str], stdin: bytes | None, why: str
 ) -> None:
     _, events = read_transcript(record(tmp_path))
     replay = ReplayTransport(events, "local")
     replay.run(["sh", "-c", "echo $RANDOM"])
     replay.run(["sh", "-c", "echo $RANDOM"])
-    with pytest.raises(NotRecorded, match="not in the transcript"):
+    with pytest.raises(NotRecorded, match=why):
         replay.run(argv, stdin=stdin)
 
 

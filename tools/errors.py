@@ -77,10 +77,13 @@ class ConnectionLost(TransportError):
 class NotRecorded(TransportError):
     """Replay was asked for a command the transcript does not hold."""
 
+    exit_code = 2
+
 
 class LedgerError(DoctorError):
     pass
 
 
 class TranscriptError(DoctorError):
-    pass
+    # Replay's contract: 2 means "could not be replayed" (broken, tampered, unrecorded).
+    exit_code = 2

@@ -54,17 +54,23 @@ class Redactor:
     beside a session and a resumed session keeps numbering its placeholders the same way
     without any secret reaching the disk."""
 
-    def __init__(self, hosts: Iterable[str] = ()) -> None:
+    def __init__(self, hosts: Iterable[str] = (), paths: Iterable[str] = ()) -> None:
         self._hosts = sorted({h for h in hosts if h and h not in _KEEP_IPS}, key=len, reverse=True)
-        self._maps: dict[str, dict[str, str]] = {"HOST": {}, "IP": {}, "SECRET": {}}
+        # Local directories (a home, a checkout) that say whose machine this is.
+        self._paths = sorted(
+            {p.rstrip("/") for p in paths if len(p.rstrip("/")) > 1}, key=len, reverse=True
+        )
+        self._maps: dict[str, dict[str, str]] = {"HOST": {}, "IP": {}, "SECRET": {}, "PATH": {}}
         self.counts: Counter[str] = Counter()
 
     def export(self) -> dict[str, Any]:
         return {"maps": self._maps, "counts": dict(self.counts)}
 
     @classmethod
-    def restore(cls, saved: dict[str, Any], hosts: Iterable[str] = ()) -> Redactor:
-        redactor = cls(hosts)
+    def restore(
+        cls, saved: dict[str, Any], hosts: Iterable[str] = (), paths: Iterable[str] = ()
+    ) -> Redactor:
+        redactor = cls(hosts, paths)
         for kind, mapping in saved.get("maps", {}).items():
             redactor._maps.setdefault(kind, {}).update(mapping)
         redactor.counts.update(saved.get("counts", {}))
@@ -79,6 +85,12 @@ class Redactor:
         return mapping[key]
 
     def text(self, text: str) -> str:
+        for path in self._paths:
+            text = re.sub(
+                rf"{re.escape(path)}(?![\w.-])",
+                lambda m: self._placeholder("PATH", m.group(0)),
+                text,
+            )
         text = _PRIVATE_KEY.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
         for pattern in _SECRETS:
             text = pattern.sub(self._secret_pair, text)

@@ -28,10 +28,9 @@ class RecordingTransport:
         stdin: bytes | None = None,
         timeout: float | None = None,
     ) -> CommandResult:
-        # The digest is of the stdin as the transcript would show it (redacted), so a
-        # replay built from the redacted transcript asks with the same digest.
-        redacted_stdin = None if stdin is None else self.writer.redact_bytes(stdin)
-        base = {"target": self.name, "argv": list(argv), "stdin_digest": digest(redacted_stdin)}
+        # stdin itself is not stored (a probe bundle is large, and it is this app's own
+        # code); its sha256 is, so a replay can tell it is being asked the same question.
+        base = {"target": self.name, "argv": list(argv), "stdin_digest": digest(stdin)}
         try:
             result = self.inner.run(argv, stdin=stdin, timeout=timeout)
         except TransportError as exc:
@@ -76,6 +75,13 @@ class ReplayTransport:
         key = (self.name, tuple(argv), digest(stdin))
         queue = self._answers.get(key)
         if not queue:
+            other = [k[2][:12] for k in self._answers if k[:2] == key[:2] and k[2] != key[2]]
+            if other:
+                raise NotRecorded(
+                    f"{list(argv)!r} was recorded with other stdin (sha256 {', '.join(other)}, "
+                    f"now {key[2][:12]}): the probe bundle or its spec changed since recording",
+                    target=self.name,
+                )
             raise NotRecorded(
                 f"command not in the transcript (or asked more often than recorded): "
                 f"{list(argv)!r} with stdin sha256 {key[2][:12] or 'none'}",
