@@ -59,7 +59,8 @@ class Console:
         handler = _ConsoleHandler(self)
         handler.setLevel(logging.WARNING)
         logging.captureWarnings(True)
-        for name in ("torch", "py.warnings"):
+        # torch's own loggers do not propagate to "torch"; each needs the handler.
+        for name in ("torch", "torch._dynamo", "torch._inductor", "py.warnings"):
             logging.getLogger(name).addHandler(handler)
 
     def close(self) -> None:
