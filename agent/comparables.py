@@ -165,6 +165,14 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
                         derived=("checkpoints", (*LATEST, "dataset", "size")),
                     )
                 )
+                table.append(
+                    Comparable(
+                        f"dataset.longest:{path}",
+                        f"longest prompt line in {path} (bytes)",
+                        "dataset",
+                        ("files", f"@path={path}", "line_bytes", "max"),
+                    )
+                )
     trainlog = _latest(ledger, ids, "trainlog")
     group = drafter_group(trainlog) if trainlog else None
     if group is not None:

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["tests.sshd"]
+pytest_plugins = ["tests.sshd", "tests.workspaces"]
 
 
 def need(available: bool, component: str, reason: str) -> None:

@@ -270,17 +270,19 @@ class SSHTransport:
                 if not pending:
                     channel.shutdown_write()
                 moved = True
-            if channel.exit_status_ready() and not (
-                channel.recv_ready() or channel.recv_stderr_ready()
+            if (
+                channel.exit_status_ready()
+                and channel.eof_received
+                and not (channel.recv_ready() or channel.recv_stderr_ready())
             ):
-                # The server sends all data before exit-status, and paramiko handles
-                # messages in order: once the status is here, no output is missing.
+                # sshd may send exit-status while output is still queued behind a full
+                # window; EOF comes only after the last byte, so wait for both.
                 rc = channel.recv_exit_status()
-                # paramiko also marks the status "ready" (as -1) when the connection dies.
-                # A -1 after the server's EOF is a command that died of a signal (paramiko
-                # ignores exit-signal); a -1 without EOF is a dropped connection.
-                if rc != -1 or channel.eof_received:
-                    return bytes(out), bytes(err), rc
+                # paramiko also marks the status "ready" (as -1) when the connection dies,
+                # but then no EOF came: that case falls through to ConnectionLost below.
+                # A -1 after EOF is a command that died of a signal (paramiko ignores
+                # exit-signal).
+                return bytes(out), bytes(err), rc
             if channel.closed or not transport.is_active():
                 self._drop()
                 raise ConnectionLost(

@@ -1,0 +1,69 @@
+"""Real reference-trainer workspaces for the diagnosis tests (a pytest plugin).
+
+Each is made by running ``python -m examples.dflash_trainer`` for real, once per test
+session, and copied per test (``clone``) before a test damages it. No workspace here is
+written by hand: every file in it came from the trainer or its own ``break`` command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = ["--batch-size", "8", "--log-every", "5", "--intra-op-threads", "2"]
+
+
+def trainer(*args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "examples.dflash_trainer", *map(str, args)]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def train(ws: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return trainer("train", "--workspace", ws, *SMALL, *flags)
+
+
+def clone(src: Path, dest: Path) -> Path:
+    """A copy of a workspace, its compile cache included (mtimes kept)."""
+    shutil.copytree(src, dest, symlinks=True)
+    return dest
+
+
+def _need_torch() -> None:
+    need(importlib.util.find_spec("torch") is not None, "torch", "install the [torch] extra")
+
+
+@pytest.fixture(scope="session")
+def good_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The good state: 128 prompts of length 64 and 32 of 80, launcher, 40 steps."""
+    _need_torch()
+    ws = tmp_path_factory.mktemp("good") / "ws"
+    for args in (
+        ("dataset", "--workspace", ws, "--size", "128", "--lengths", "64"),
+        ("dataset", "--workspace", ws, "--expand", "--add", "32", "--new-lengths", "80"),
+        ("init", "--workspace", ws),
+    ):
+        assert trainer(*args).returncode == 0
+    run = train(ws, "--steps", "40", "--save-every", "20")
+    assert run.returncode == 0, run.stdout + run.stderr
+    return ws
+
+
+@pytest.fixture(scope="session")
+def race_workspace(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Path:
+    """The incident: the dataset grew (a new length, 96), and a worker compiling it while
+    the others call their compiled functions trips torch's FX check (the torch <= 2.11
+    behaviour, emulated on torch's own flag); the run dies with torch's error."""
+    ws = clone(good_workspace, tmp_path_factory.mktemp("race") / "ws")
+    assert trainer("dataset", "--workspace", ws, "--expand", "--add", "32",
+                   "--new-lengths", "96").returncode == 0
+    run = train(ws, "--steps", "80", "--resume", "--emulate-torch211-race")
+    assert run.returncode != 0, "the emulated race should have killed a worker"
+    return ws
