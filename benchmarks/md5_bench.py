@@ -84,6 +84,7 @@ def main() -> None:
                         med["md5sum"] / med["probe_md5_sha256"], 3
                     ),
                     "cpus": os.cpu_count(),
+                    "loadavg_at_end": os.getloadavg()[0],
                 },
                 indent=2,
             )

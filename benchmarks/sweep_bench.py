@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -168,6 +169,8 @@ def main() -> None:
                     "naive": [round(x, 2) for x in naives],
                 },
                 "speedup": round(med_n / med_s, 2),
+                "cpus": os.cpu_count(),
+                "loadavg_at_end": os.getloadavg()[0],
             },
             indent=2,
         )

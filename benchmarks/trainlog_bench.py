@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -101,6 +102,7 @@ def main() -> None:
     ap.add_argument("--memory-lines", default="1000000,2000000,4000000")
     args = ap.parse_args()
     jq = shutil.which("jq")
+    load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="trainlog-bench-") as tmp:
         log = Path(tmp) / "train_log.jsonl"
         write_log(log, args.lines)
@@ -141,6 +143,9 @@ def main() -> None:
                         k: round(statistics.median(v), 1) for k, v in rss.items()
                     },
                     "peak_rss_by_file_size": memory,
+                    "cpus": os.cpu_count(),
+                    "loadavg_at_start": load0,
+                    "loadavg_at_end": os.getloadavg()[0],
                 },
                 indent=2,
             )

@@ -232,3 +232,44 @@ def test_multi_gigabyte_log_reads_tail_first_in_bounded_memory(tmp_path: Path) -
     assert out["cov"]["bytes_read"] <= 512 << 20
     assert out["last"] == 8999 and out["recent"] == 4300
     assert out["rss_mb"] < 200, out
+
+
+def _without(value: Any, keys: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_without(v, keys) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_parallel_pieces_give_the_sequential_summary(tmp_path: Path, workers: int) -> None:
+    """Read in forked pieces and merged, the summary is the sequential one: counts,
+    restarts and their lines, gaps, per-device series, damage. Only the windows (cut
+    at the piece boundaries) and the block offsets may differ."""
+    lines = train_log_lines(range(0, 3000))
+    lines[4000] = "garbage {"
+    lines[7000:7000] = train_log_lines(range(10, 20), t0=1.7e9 + 9000)  # a restart + gap
+    content = "\n".join(lines) + '\n{"step": 1, "dev'
+    p = tmp_path / "train_log.jsonl"
+    p.write_text(content)
+    with io.FileIO(str(p), "r") as f:
+        one = trainlog.summarize(f, workers=1)
+    with io.FileIO(str(p), "r") as f:
+        many = trainlog.summarize(f, workers=workers)
+    skip = {"windows", "offset", "window_records"}
+    assert _without(many, skip) == _without(one, skip)
+    assert many["steps"]["restarts"] == 3 and many["malformed"] == 2
+    assert many["time"]["gaps"][0]["line"] == 7001
+
+
+def test_parallel_head_and_tail(tmp_path: Path) -> None:
+    """Pieces of a head+tail read merge without inventing a restart across the gap."""
+    recs = [{"step": i, "tok/s": 12800, "time": float(i)} for i in range(30000)]
+    p = tmp_path / "train_log.jsonl"
+    p.write_text(jsonl(recs))
+    with io.FileIO(str(p), "r") as f:
+        out = trainlog.summarize(f, max_scan=400_000, head=100_000, workers=3)
+    assert out["coverage"]["mode"] == "head+tail"
+    assert out["steps"]["restarts"] == 0 and out["time"]["gaps"] == []
+    assert out["steps"]["last"] == 29999 and out["records"] < 30000

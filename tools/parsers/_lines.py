@@ -43,8 +43,9 @@ def plan_ranges(size: int, max_scan: int, head: int) -> list[tuple[int, int]]:
 class LineReader:
     """Reads ``[start, end)`` of a binary file as blocks of complete lines.
 
-    When ``start`` is not 0 the reader begins after the first newline at or past it,
-    because the bytes before that newline are the end of a line it cannot see whole.
+    When ``start`` is not 0 (and not ``aligned``) the reader begins after the first
+    newline at or past it, because the bytes before that newline are the end of a line
+    it cannot see whole.
     When ``end`` is the end of the file (``at_eof``), a last line with no newline after
     it is yielded and ``cut_last_line`` is set (a writer killed mid-line); otherwise the
     unfinished line at ``end`` is not this range's to read and is left out.
@@ -59,6 +60,7 @@ class LineReader:
         max_line: int,
         first_line: int | None = 1,
         at_eof: bool = True,
+        aligned: bool = False,
         block: int = BLOCK,
     ) -> None:
         self.f = f
@@ -67,6 +69,7 @@ class LineReader:
         self.max_line = max_line
         self.first_line = first_line
         self.at_eof = at_eof
+        self.aligned = aligned  # ``start`` is known to be the start of a line
         # Reads no longer than the longest line allowed: then a line that fits in one
         # read is short enough, and only a line continued across reads (checked as it
         # grows, and as the first line of a block) can be too long.
@@ -83,7 +86,7 @@ class LineReader:
         lineno = self.first_line
         partial = b""  # the start of the line that continues into the next read
         line_start = self.start  # file offset of that line
-        skipping = self.start > 0  # drop bytes up to the next newline
+        skipping = self.start > 0 and not self.aligned  # drop bytes up to the next newline
         discarding = False  # the current line is already too long: drop until newline
         while pos < self.end:
             chunk = f.read(min(self.block, self.end - pos))

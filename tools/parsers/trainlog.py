@@ -24,6 +24,7 @@ import io
 import json
 import math
 import os
+import pickle
 from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -74,6 +75,7 @@ UNIT_SCALE = {"tok/s": 1.0, "ktok/s": 1000.0, "mtok/s": 1e6}
 # series, and throughput is compared per series.
 GROUP_ALIASES = ("role", "device", "rank", "local_rank")
 MAX_GROUPS = 64
+PARALLEL_MIN = 64 << 20  # below this a log is read in one process: forking costs more
 SAMPLES = 5  # malformed-line samples, restarts, gaps kept
 SAMPLE_BYTES = 160
 
@@ -118,6 +120,27 @@ class _Series:
             if last_survives:
                 self.next_pos += self.stride
             self.stride *= 2
+
+    def absorb(self, other: _Series) -> None:
+        """Append ``other`` (the values that came after these): both samples are
+        brought to the coarser stride, then capped again."""
+        if not other.count:
+            return
+        stride = max(self.stride, other.stride)
+        mine = self.values[:: stride // self.stride]
+        theirs = other.values[:: stride // other.stride]
+        self.values = mine + theirs
+        self.stride = stride
+        self.count += other.count
+        self.lo = min(self.lo, other.lo)
+        self.hi = max(self.hi, other.hi)
+        if self.first is None:
+            self.first = other.first
+        self.last = other.last
+        while len(self.values) >= self.cap:
+            del self.values[1::2]
+            self.stride *= 2
+        self.next_pos = self.count  # nothing is added after a merge
 
     def summary(self) -> dict[str, Any]:
         if not self.count:
@@ -304,6 +327,10 @@ class _Top:
     def items(self) -> list[dict[str, Any]]:
         return [e[2] for e in sorted(self.heap, key=lambda e: (-e[0], e[1]))]
 
+    def absorb(self, other: _Top) -> None:
+        for key, _, item in sorted(other.heap, key=lambda e: e[1]):
+            self.push(key, item)
+
 
 def _diffs(vals: list[float], prev: float | None) -> tuple[list[float], int]:
     """Successive differences, and the index in ``vals`` the first one belongs to."""
@@ -329,6 +356,7 @@ class _Steps:
     def __init__(self) -> None:
         self.count = 0
         self.first: float | None = None
+        self.first_at: tuple[int | None, int] = (None, 0)  # line and offset of ``first``
         self.last: float | None = None
         self.lo = math.inf
         self.hi = -math.inf
@@ -345,6 +373,8 @@ class _Steps:
         self.count += len(vals)
         if self.first is None:
             self.first = vals[0]
+            i0 = 0 if idx is None else idx[0]
+            self.first_at = (lines[i0], offsets[i0])
         self.lo = min(self.lo, min(vals))
         self.hi = max(self.hi, max(vals))
         prev = self.last
@@ -375,6 +405,43 @@ class _Steps:
         for k in _largest(diffs, self.jumps.floor()):
             self.jumps.push(diffs[k], at(k))
 
+    def absorb(self, other: _Steps, continuous: bool = True) -> None:
+        """Append the steps of the part that followed; ``continuous`` when nothing of
+        the log lies between the two parts (so a step going back there is a restart)."""
+        if not other.count:
+            return
+        assert other.first is not None
+        if continuous and self.last is not None:
+            inc = other.first - self.last
+            line, offset = other.first_at
+            sample = {
+                "line": line,
+                "offset": offset,
+                "from_step": self.last,
+                "to_step": other.first,
+            }
+            if inc < 0:
+                self.restarts += 1
+                if len(self.restart_samples) < SAMPLES:
+                    self.restart_samples.append(sample)
+            elif inc == 0:
+                self.duplicates += 1
+            else:
+                self.increments[inc] += 1
+                self.jumps.push(inc, sample)
+        if self.first is None:
+            self.first, self.first_at = other.first, other.first_at
+        self.count += other.count
+        self.lo = min(self.lo, other.lo)
+        self.hi = max(self.hi, other.hi)
+        self.last = other.last
+        self.restarts += other.restarts
+        self.restart_samples = (self.restart_samples + other.restart_samples)[:SAMPLES]
+        self.duplicates += other.duplicates
+        if len(self.increments) < 1000:
+            self.increments.update(other.increments)
+        self.jumps.absorb(other.jumps)
+
     def summary(self) -> dict[str, Any]:
         positive = [(c, inc) for inc, c in self.increments.items() if inc > 0]
         typical = max(positive)[1] if positive else None
@@ -404,6 +471,13 @@ class _Group:
         self.tok = _Series(max_values)
         self.recent_tok: deque[float] = deque(maxlen=50)
         self.loss = _Series(max_values)
+
+    def absorb(self, other: _Group, continuous: bool) -> None:
+        self.records += other.records
+        self.steps.absorb(other.steps, continuous)
+        self.tok.absorb(other.tok)
+        self.loss.absorb(other.loss)
+        self.recent_tok.extend(other.recent_tok)
 
     def summary(self) -> dict[str, Any]:
         tok = self.tok.summary()
@@ -447,6 +521,7 @@ class _Summarizer:
         self.labels: dict[Any, str] = {}
         self.nonfinite = {"throughput": 0, "loss": 0}
         self.t_first: float | None = None
+        self.t_first_at: tuple[int | None, int] = (None, 0)
         self.t_last: float | None = None
         self.prev_t: float | None = None
         self.t_count = 0
@@ -597,7 +672,8 @@ class _Summarizer:
             for g, idx in parts.items():
                 grp = self.groups.get(g)
                 if grp is None:
-                    grp = self.groups[g] = _Group(self.max_values)
+                    # Per-series quantiles need fewer values than the overall ones.
+                    grp = self.groups[g] = _Group(max(1000, self.max_values // 4))
                 if not idx:
                     self.series(grp, steps, toks, losses, lines, offsets)
                 else:
@@ -685,6 +761,8 @@ class _Summarizer:
         self.t_count += len(vals)
         if self.t_first is None:
             self.t_first = vals[0]
+            i0 = 0 if idx is None else idx[0]
+            self.t_first_at = (lines[i0], offsets[i0])
         diffs, base = _diffs(vals, self.prev_t)
         self.prev_t = self.t_last = vals[-1]
         if not diffs:
@@ -719,6 +797,101 @@ class _Summarizer:
         self.prev_t = None
         for grp in [self.all, *self.groups.values()]:
             grp.steps.last = None
+
+    # -- parts read in parallel ---------------------------------------------------
+    def shift_lines(self, delta: int | None) -> None:
+        """Renumber a part read on its own (lines counted from 1) to its place in the
+        file; ``delta`` None when that place is unknown (the tail of a huge log)."""
+
+        def move(d: dict[str, Any], key: str = "line") -> None:
+            if d.get(key) is not None:
+                d[key] = None if delta is None else d[key] + delta
+
+        for d in self.malformed_samples + self.schema_changes + self.windows:
+            move(d)
+            move(d, "first_line")
+        if self.win.first_line is not None:
+            self.win.first_line = None if delta is None else self.win.first_line + delta
+        for grp in [self.all, *self.groups.values()]:
+            st = grp.steps
+            for d in st.restart_samples:
+                move(d)
+            for _, _, d in st.jumps.heap:
+                move(d)
+            if st.first_at[0] is not None:
+                st.first_at = (None if delta is None else st.first_at[0] + delta, st.first_at[1])
+        for _, _, d in self.gaps.heap:
+            move(d)
+        if self.t_first_at[0] is not None:
+            self.t_first_at = (
+                None if delta is None else self.t_first_at[0] + delta,
+                self.t_first_at[1],
+            )
+
+    def absorb(self, other: _Summarizer, continuous: bool) -> None:
+        """Append the summary of the part of the file that follows this one."""
+        self.close_window()
+        other.close_window()
+        self.records += other.records
+        self.blank += other.blank
+        for k, v in other.malformed.items():
+            self.malformed[k] = self.malformed.get(k, 0) + v
+        self.malformed_samples = (self.malformed_samples + other.malformed_samples)[:SAMPLES]
+        for k, v in other.keys_seen.items():
+            if k in self.keys_seen or len(self.keys_seen) < 64:
+                self.keys_seen[k] = self.keys_seen.get(k, 0) + v
+        self.schema_changes = (self.schema_changes + other.schema_changes)[:SAMPLES]
+        for role, key in other.keys.items():
+            if self.keys[role] is None:
+                self.keys[role] = key
+            elif key is not None and key != self.keys[role] and len(self.schema_changes) < SAMPLES:
+                line, _ = other.t_first_at
+                self.schema_changes.append(
+                    {"line": line, "field": role, "from": self.keys[role], "to": key}
+                )
+                self.keys[role] = key
+        if other.records:
+            self.scale = other.scale
+        self.all.absorb(other.all, continuous)
+        for g, grp in other.groups.items():
+            if g in self.groups:
+                self.groups[g].absorb(grp, continuous)
+            else:
+                self.groups[g] = grp
+        if self.group_keys is None:
+            self.group_keys = other.group_keys
+        for k, v in other.nonfinite.items():
+            self.nonfinite[k] += v
+        if other.t_count:
+            assert other.t_first is not None
+            if continuous and self.t_last is not None:
+                dt = other.t_first - self.t_last
+                if dt < 0:
+                    self.t_backwards += 1
+                else:
+                    self.intervals.extend([dt])
+                    line, offset = other.t_first_at
+                    self.gaps.push(
+                        dt,
+                        {
+                            "line": line,
+                            "offset": offset,
+                            "seconds": dt,
+                            "from_t": self.t_last,
+                            "to_t": other.t_first,
+                        },
+                    )
+            if self.t_first is None:
+                self.t_first, self.t_first_at = other.t_first, other.t_first_at
+            self.t_last = self.prev_t = other.t_last
+        self.t_count += other.t_count
+        self.t_backwards += other.t_backwards
+        self.t_unparsed += other.t_unparsed
+        self.intervals.absorb(other.intervals)
+        self.gaps.absorb(other.gaps)
+        self.windows.extend(other.windows)
+        if other.last_records:
+            self.last_records = other.last_records
 
     # -- blocks -------------------------------------------------------------------
     def block(self, first_line: int | None, offset: int, data: bytes, overlong: list[int]) -> None:
@@ -843,7 +1016,10 @@ class _Summarizer:
 
 def _merge_steps(parts: list[dict[str, Any]]) -> dict[str, Any]:
     counted = [p for p in parts if p["count"]]
-    samples = [s for p in counted for s in p["restart_samples"]][:SAMPLES]
+    samples = [s for p in counted for s in p["restart_samples"]]
+    # Source order (lines unknown in a tail sort last, by offset).
+    samples.sort(key=lambda s: (s["line"] is None, s["line"] or 0, s["offset"]))
+    samples = samples[:SAMPLES]
     return {
         "count": sum(p["count"] for p in counted),
         "min": min((p["min"] for p in counted), default=None),
@@ -866,6 +1042,143 @@ def _clip_record(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _Piece(NamedTuple):
+    start: int
+    end: int
+    aligned: bool  # starts at the start of a line
+    numbered: bool  # its line numbers can be known (it is not in the tail of a huge log)
+    after_gap: bool  # unread bytes lie between it and the piece before
+    at_eof: bool
+
+
+def _pieces(f: io.FileIO, ranges: list[tuple[int, int]], size: int, k: int) -> list[_Piece]:
+    """The byte ranges cut into about ``k`` pieces that each start at a line's start."""
+    total = sum(e - s for s, e in ranges) or 1
+    out: list[_Piece] = []
+    for r, (start, end) in enumerate(ranges):
+        n = max(1, round(k * (end - start) / total))
+        cuts = [start]
+        for j in range(1, n):
+            off = start + (end - start) * j // n
+            f.seek(off)
+            nl = f.read(1 << 20).find(b"\n")
+            if nl >= 0 and cuts[-1] < off + nl + 1 < end:
+                cuts.append(off + nl + 1)
+        cuts.append(end)
+        for i in range(len(cuts) - 1):
+            out.append(
+                _Piece(
+                    cuts[i],
+                    cuts[i + 1],
+                    aligned=start == 0 or i > 0,
+                    numbered=r == 0,
+                    after_gap=r > 0 and i == 0,
+                    at_eof=cuts[i + 1] == size,
+                )
+            )
+    return out
+
+
+class _Scan(NamedTuple):
+    summ: _Summarizer
+    lines: int
+    bytes_read: int
+    cut: bool
+    unterminated: bool
+
+
+def _scan(f: io.FileIO, pieces: list[_Piece], summ: _Summarizer, max_line: int) -> _Scan:
+    """Read ``pieces`` in order into ``summ`` (line numbers counted from 1)."""
+    lines = bytes_read = 0
+    cut = unterminated = False
+    for i, piece in enumerate(pieces):
+        if i and piece.after_gap:
+            summ.break_continuity()
+        first = (lines + 1) if piece.numbered else None
+        reader = LineReader(
+            f,
+            piece.start,
+            piece.end,
+            max_line=max_line,
+            first_line=first,
+            at_eof=piece.at_eof,
+            aligned=piece.aligned,
+        )
+        for b in reader:
+            if reader.cut_last_line:
+                unterminated = summ.last_line(b.first_line, b.offset, b.data, b.overlong)
+            else:
+                summ.block(b.first_line, b.offset, b.data, b.overlong)
+        bytes_read += reader.bytes_read
+        lines += reader.lines
+        cut = cut or reader.cut_last_line
+    return _Scan(summ, lines, bytes_read, cut, unterminated)
+
+
+def _scan_forked(
+    f: io.FileIO, pieces: list[_Piece], new: Callable[[], _Summarizer], max_line: int
+) -> _Scan | None:
+    """Each piece in a forked child, merged here in file order; None if any child
+    failed (the caller then reads sequentially)."""
+    children: list[tuple[int, int]] = []
+    for piece in pieces:
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                os.close(rfd)
+                # A file of its own: forked processes share a descriptor's offset.
+                name = f.name if isinstance(f.name, str) else f"/proc/self/fd/{f.name}"
+                with io.FileIO(name, "r") as own:
+                    data = pickle.dumps(_scan(own, [piece], new(), max_line), protocol=4)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(wfd, view) :]
+            finally:
+                os._exit(0)
+        os.close(wfd)
+        children.append((pid, rfd))
+    parts: list[_Scan | None] = []
+    for pid, rfd in children:
+        chunks = []
+        while True:
+            chunk = os.read(rfd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(rfd)
+        os.waitpid(pid, 0)
+        try:
+            parts.append(pickle.loads(b"".join(chunks)))
+        except Exception:
+            parts.append(None)
+    if any(p is None for p in parts):
+        return None
+    done: list[_Scan] = [p for p in parts if p is not None]
+    merged = done[0]
+    summ, lines = merged.summ, merged.lines
+    numbered_lines = merged.lines if pieces[0].numbered else 0
+    for piece, part in zip(pieces[1:], done[1:]):
+        part.summ.shift_lines(numbered_lines if piece.numbered else None)
+        summ.absorb(part.summ, continuous=not piece.after_gap)
+        if piece.numbered:
+            numbered_lines += part.lines
+        lines += part.lines
+    last = done[-1]
+    return _Scan(summ, lines, sum(p.bytes_read for p in done), last.cut, last.unterminated)
+
+
+def _idle_cpus() -> int:
+    """CPUs nobody is using right now, at most 4: on a box busy with training, reading
+    in parallel only competes with the trainer (and with itself)."""
+    cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(1, min(4, int(cpus - busy + 0.5)))
+
+
 def summarize(
     f: io.FileIO,
     *,
@@ -876,13 +1189,16 @@ def summarize(
     max_line: int = 1 << 20,
     windows: int = 200,
     max_values: int = 100_000,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Summarise the JSONL log open in ``f`` (binary, unbuffered is fine).
 
     ``fields`` maps roles (``step``, ``loss``, ``throughput``, ``time``) to the log's
     own field names, and ``group`` to the fields that split it into series (a list; an
-    empty list for one series); ``throughput_unit`` (``tok/s``, ``ktok/s``, ``mtok/s``) overrides
-    the unit guessed from the field name.
+    empty list for one series); ``throughput_unit`` (``tok/s``, ``ktok/s``, ``mtok/s``)
+    overrides the unit guessed from the field name. ``workers``: processes that read
+    pieces of a large log side by side (default: one per idle CPU, at most 4, for logs
+    over ``PARALLEL_MIN`` bytes; 1 reads in this process).
     """
     size = os.fstat(f.fileno()).st_size
     ranges = plan_ranges(size, max_scan, head)
@@ -899,41 +1215,29 @@ def summarize(
     avg = max(1.0, len(sample) / max(1, sample.count(b"\n")))
     scanned = sum(e - s for s, e in ranges)
     window = max(1, math.ceil(scanned / avg / max(1, windows)))
-    summ = _Summarizer(dict(fields or {}), scale, window, max_values)
-    bytes_read = 0
-    lines = 0
-    cut = False
-    unterminated = False
-    for i, (start, end) in enumerate(ranges):
-        if i:
-            summ.break_continuity()
-        reader = LineReader(
-            f,
-            start,
-            end,
-            max_line=max_line,
-            first_line=1 if start == 0 else None,
-            at_eof=end == size,
-        )
-        for b in reader:
-            if reader.cut_last_line:
-                unterminated = summ.last_line(b.first_line, b.offset, b.data, b.overlong)
-            else:
-                summ.block(b.first_line, b.offset, b.data, b.overlong)
-        bytes_read += reader.bytes_read
-        lines += reader.lines
-        cut = cut or reader.cut_last_line
-    out = summ.result()
+
+    def new() -> _Summarizer:
+        return _Summarizer(dict(fields or {}), scale, window, max_values)
+
+    if workers is None:
+        workers = _idle_cpus() if scanned >= PARALLEL_MIN else 1
+    whole = _pieces(f, ranges, size, 1)
+    scan = None
+    if workers > 1 and hasattr(os, "fork"):
+        scan = _scan_forked(f, _pieces(f, ranges, size, workers), new, max_line)
+    if scan is None:
+        scan = _scan(f, whole, new(), max_line)
+    out = scan.summ.result()
     out["size"] = size
     out["coverage"] = {
         "mode": "full" if len(ranges) == 1 else "head+tail",
         "ranges": [[s, e] for s, e in ranges],
-        "bytes_read": bytes_read,
-        "skipped_bytes": size - sum(e - s for s, e in ranges),
-        "lines_read": lines,
+        "bytes_read": scan.bytes_read,
+        "skipped_bytes": size - scanned,
+        "lines_read": scan.lines,
     }
     # A last line without its newline that still parses is a complete record whose
     # writer has not finished the line (a live log); one that does not parse was cut.
-    out["unterminated_last_line"] = cut and unterminated
-    out["cut_last_line"] = cut and not unterminated
+    out["unterminated_last_line"] = scan.cut and scan.unterminated
+    out["cut_last_line"] = scan.cut and not scan.unterminated
     return out
