@@ -14,6 +14,7 @@ def test_host_facts(tmp_path: Path) -> None:
     assert out["uptime_s"] is not None and out["uptime_s"] > 0
     assert out["mem_total_bytes"] and out["cpu_count"]
     ok, missing = out["disks"]
-    assert ok["free_bytes"] == shutil.disk_usage(tmp_path).free
+    # Others write to the same disk meanwhile: equal to within 1 GiB, not to the byte.
+    assert abs(ok["free_bytes"] - shutil.disk_usage(tmp_path).free) < 1 << 30
     assert 0.0 <= ok["used_fraction"] <= 1.0
     assert missing["error_kind"] == "not_found"
