@@ -86,15 +86,31 @@ def workspace(root: Path, lengths: list[int], cache_from: Path | None = None) ->
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """The good run: lengths 64 and 80, cold start, 2 targets + 1 drafter threads, 40 steps."""
+    """The good run: one length, cold start, 2 targets + 1 drafter threads, 40 steps."""
     need(importlib.util.find_spec("torch") is not None, "torch", "install the [torch] extra")
-    ws = workspace(tmp_path_factory.mktemp("good") / "ws", [64, 80])
+    ws = workspace(tmp_path_factory.mktemp("good") / "ws", [64])
     return train(ws, "--steps", "40", "--save-every", "20")
 
 
-def expanded(tmp_path: Path, good: Run) -> Path:
-    """The incident after the dataset grew: length 96 is new, its compiles are cold."""
-    return workspace(tmp_path / "ws", [64, 80, 96], cache_from=good.ws)
+def expanded(tmp_path: Path, good: Run) -> tuple[Path, list[str]]:
+    """The incident after the dataset grew: length 80 is new, its compiles are cold.
+
+    Returns the workspace and a ``--seed`` whose batch order first shows length 80 at
+    batch 12 to 17. Before the drafter ends its first step (and its own first compile)
+    the targets can put at most 5 items (1 taken, 4 queued), so a target computes its
+    7th batch (index >= 12) only once the drafter is making compiled calls, and then
+    compiles length 80 cold while the drafter and the other target keep calling. With an
+    earlier new length every device may be compiling at once with nobody calling, and
+    the test would depend on luck.
+    """
+    ws = workspace(tmp_path / "ws", [64, 80], cache_from=good.ws)
+    prompts = dataset.load(ws / "data" / "prompts.jsonl")
+    for seed in range(100):
+        plan = dataset.batch_plan(prompts, 8, seed)
+        first = next(i for i, b in enumerate(plan) if prompts[b[0]].length == 80)
+        if 12 <= first <= 17:
+            return ws, ["--seed", str(seed)]
+    raise AssertionError("no seed < 100 puts the first length-80 batch at 12..17")
 
 
 def test_good_run_leaves_the_incident_workspace(good: Run) -> None:
@@ -111,7 +127,7 @@ def test_good_run_logs_every_device_and_learns(good: Run) -> None:
     drafter = good.records("drafter")
     assert {r["device"] for r in drafter} == {"sim:2"}
     assert [r["step"] for r in drafter] == list(range(5, 41, 5))
-    assert all(r["tokens_per_s"] > 0 and r["tokens"] >= 5 * 8 * 64 for r in drafter)
+    assert all(r["tokens_per_s"] > 0 and r["tokens"] == 5 * 8 * 64 for r in drafter)
     assert drafter[-1]["loss"] < drafter[0]["loss"]
     for name in ("target-sim:0", "target-sim:1", "drafter-sim:2"):
         assert f"[{name}] first flex_attention call on" in good.stdout_log
@@ -123,7 +139,7 @@ def test_good_run_metadata_is_evidence(good: Run) -> None:
 
     meta = good.metadata(40)
     assert meta["torch"] == {"version": torch.__version__, "git_version": torch.version.git_version}
-    assert meta["dataset"]["size"] == 144 and meta["dataset"]["lengths"] == [64, 80]
+    assert meta["dataset"]["size"] == 128 and meta["dataset"]["lengths"] == [64]
     assert meta["config"]["targets"] == 2 and meta["config"]["workers"] == "threads"
     script = Path(meta["script"]["path"])
     assert meta["script"]["md5"] == hashlib.md5(script.read_bytes()).hexdigest()
@@ -133,8 +149,8 @@ def test_good_run_metadata_is_evidence(good: Run) -> None:
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory: pytest.TempPathFactory, good: Run) -> Run:
     """Emulated torch 2.11 race on the expanded dataset, with the incident's late patch."""
-    ws = expanded(tmp_path_factory.mktemp("crashed"), good)
-    return train(ws, "--steps", "40", "--emulate-torch211-race", "--monkeypatch-fx-check")
+    ws, seed = expanded(tmp_path_factory.mktemp("crashed"), good)
+    return train(ws, *seed, "--steps", "40", "--emulate-torch211-race", "--monkeypatch-fx-check")
 
 
 def test_emulated_race_kills_a_worker_with_torchs_own_error(crashed: Run) -> None:
@@ -156,7 +172,8 @@ def test_monkeypatching_the_check_after_compile_does_not_help(crashed: Run) -> N
 def test_race_with_nested_trace_off_runs_eager_silently(tmp_path: Path, good: Run) -> None:
     """error_on_nested_fx_trace=False: no crash, but calls ran uncompiled (torch says so)."""
     flags = ["--steps", "40", "--emulate-torch211-race", "--nested-fx-trace", "eager"]
-    run = train(expanded(tmp_path, good), *flags)
+    ws, seed = expanded(tmp_path, good)
+    run = train(ws, *seed, *flags)
     assert run.rc == 0, run.output[-3000:]
     assert FX_ERROR not in run.stdout_log
     assert EAGER_FLEX in run.stdout_log
@@ -165,7 +182,8 @@ def test_race_with_nested_trace_off_runs_eager_silently(tmp_path: Path, good: Ru
 def test_compile_lock_removes_the_race(tmp_path: Path, good: Run) -> None:
     """Same cold compiles, but serialized against calls and done before threads start."""
     flags = ["--steps", "40", "--emulate-torch211-race", "--compile-lock"]
-    run = train(expanded(tmp_path, good), *flags)
+    ws, seed = expanded(tmp_path, good)
+    run = train(ws, *seed, *flags)
     assert run.rc == 0, run.output[-3000:]
     assert FX_ERROR not in run.stdout_log
     assert "compile lock: warm-up done" in run.stdout_log
@@ -175,29 +193,36 @@ def test_compile_lock_removes_the_race(tmp_path: Path, good: Run) -> None:
 def test_process_isolation_removes_the_race(tmp_path: Path, good: Run) -> None:
     """One process per device: each has its own tracing flags, so nobody sees another's."""
     flags = ["--steps", "40", "--emulate-torch211-race", "--workers", "processes"]
-    run = train(expanded(tmp_path, good), *flags, "--intra-op-threads", "1")
+    ws, seed = expanded(tmp_path, good)
+    run = train(ws, *seed, *flags, "--intra-op-threads", "1")
     assert run.rc == 0, run.output[-3000:]
     assert FX_ERROR not in run.stdout_log
     assert "started 3 worker processes" in run.stdout_log
     assert {r["device"] for r in run.records("target")} == {"sim:0", "sim:1"}
 
 
-def test_warm_cache_hides_the_race_until_it_is_wiped(tmp_path: Path, good: Run) -> None:
-    """The old lengths with the old cache run fine even emulated; wipe the cache, they crash."""
-    ws = workspace(tmp_path / "ws", [64, 80], cache_from=good.ws)
+def test_warm_cache_hides_the_race(tmp_path: Path, good: Run) -> None:
+    """The old lengths with the old compile cache run fine even with the race emulated:
+    torch's tracer only runs (and sets the flag) when a compilation misses the cache."""
+    ws = workspace(tmp_path / "ws", [64], cache_from=good.ws)
     warm = train(ws, "--steps", "30", "--emulate-torch211-race")
     assert warm.rc == 0, warm.output[-3000:]
-    wiped = trainer("break", "compile-cache", "--workspace", ws)
-    assert wiped.returncode == 0 and not (ws / "compile_cache").exists()
-    cold = train(ws, "--steps", "70", "--emulate-torch211-race", "--resume")
-    assert cold.rc == 1, cold.output[-3000:]
-    assert cold.stdout_log.count(FX_ERROR) >= 1
+    assert FX_ERROR not in warm.stdout_log
+
+
+def test_break_compile_cache_wipes_it(tmp_path: Path, good: Run) -> None:
+    """`break compile-cache` leaves the next run only cold compilations (see the crash tests)."""
+    ws = workspace(tmp_path / "ws", [64], cache_from=good.ws)
     assert any((ws / "compile_cache").iterdir())
+    wiped = trainer("break", "compile-cache", "--workspace", ws)
+    assert wiped.returncode == 0 and f"wiped {ws / 'compile_cache'}" in wiped.stdout
+    assert not (ws / "compile_cache").exists()
 
 
 def test_shape_churn_past_the_recompile_limit_runs_eager(tmp_path: Path, good: Run) -> None:
     """Real torch: past the recompile limit dynamo stops compiling and runs flex eager."""
-    run = train(expanded(tmp_path, good), "--steps", "30", "--recompile-limit", "1")
+    ws, seed = expanded(tmp_path, good)
+    run = train(ws, *seed, "--steps", "30", "--recompile-limit", "1")
     assert run.rc == 0, run.output[-3000:]
     assert "recompile_limit" in run.stdout_log
     assert EAGER_FLEX in run.stdout_log

@@ -167,7 +167,7 @@ class DrafterDevice:
     def run(self, ch: Channels) -> None:
         cfg, rate = self.env.cfg, Rate()
         params = list(self.model.parameters())
-        saved_at = self.step
+        saved_at, last = self.step, None
         while self.step < cfg.steps:
             item = ch.take()
             loss = None
@@ -177,26 +177,30 @@ class DrafterDevice:
                 logits = self.model(tokens, hidden, self._train_attend(tokens.shape[1]))
                 loss = self.model.loss(logits, tokens)
                 loss.backward()
-            if ch.all_reduce(self.rank, params, stop_vote=item is None) or item is None:
+            if ch.all_reduce(self.rank, params, stop_vote=item is None) or loss is None:
                 break
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=False)
             self.step += 1
             accuracy = self.model.accuracy(self.draft(tokens, hidden), tokens)
             rate.add(tokens.numel())
+            last = (loss.item(), accuracy, tokens.shape[1])
             if self.step % cfg.log_every == 0:
-                self._log(loss, accuracy, *rate.take(), tokens.shape[1])
+                self._log(*last, *rate.take())
             if self.rank == 0 and self.step % cfg.save_every == 0:
                 self.save()
                 saved_at = self.step
-        if self.rank == 0 and self.step > saved_at and not ch.failed.is_set():
+        if ch.failed.is_set():
+            return
+        if last is not None and rate.tokens:
+            # The last, partial interval: the log ends at the step the checkpoint has.
+            self._log(*last, *rate.take())
+        if self.rank == 0 and self.step > saved_at:
             self.save()
 
-    def _log(
-        self, loss: torch.Tensor | None, accuracy: float, n: int, tok_s: float, length: int
-    ) -> None:
+    def _log(self, loss: float, accuracy: float, length: int, n: int, tok_s: float) -> None:
         self.last_tok_s = round(tok_s * self.env.cfg.drafters, 1)
-        value = None if loss is None else round(loss.item(), 4)
+        value = round(loss, 4)
         self.env.train_log.record(
             device=self.name, role="drafter", step=self.step, loss=value,
             draft_acc=round(accuracy, 4), tokens=n, tokens_per_s=round(tok_s, 1), seq_len=length,
