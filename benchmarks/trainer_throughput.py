@@ -1,0 +1,200 @@
+"""Tokens/s of the reference DFlash trainer: the good run, each broken run, each fix.
+
+Run from the repository root:
+
+    python benchmarks/trainer_throughput.py [--reps 3] [--steps 300] [--only good,lock]
+
+Every run is a fresh ``python -m examples.dflash_trainer train`` process in a fresh copy
+of a prepared workspace. Two numbers per run, both drafter tokens (what the incident's
+Ktok/s counted):
+
+* steady: the median of the drafter's logged per-interval tokens/s (train_log.jsonl),
+  i.e. what the log shows once the run is going;
+* end-to-end: all drafter tokens / the process's wall time (torch import, compiles and
+  warm-up included).
+
+Each scenario's value is the median over ``--reps`` runs; ratios are against ``good``.
+Prints a Markdown table (with the exact commands) and writes the raw runs as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = [sys.executable, "-m", "examples.dflash_trainer"]
+RACE = ["--emulate-torch211-race"]
+CHURN_LENGTHS = "32,48,80,96,112,144,160"  # 9 lengths with 64,128: past the limit of 8
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    workspace: str  # which prepared template
+    flags: tuple[str, ...] = ()
+    wipe_cache: bool = False
+    what: str = ""
+
+
+SCENARIOS = [
+    Scenario("good", "base", what="old dataset (64,128), old compile cache, threads"),
+    Scenario("expanded, torch 2.13 as is", "expanded",
+             what="dataset + 80,96,112 (cold compiles mid-run), no emulation"),
+    Scenario("broken: race (crash)", "expanded", tuple(RACE), what="emulated 2.11 race"),
+    Scenario("broken: race, nested trace eager", "expanded",
+             (*RACE, "--nested-fx-trace", "eager"), what="race, error_on_nested_fx_trace=False"),
+    Scenario("broken: race + late monkeypatch", "expanded", (*RACE, "--monkeypatch-fx-check"),
+             what="the incident's patch of is_fx_symbolic_tracing"),
+    Scenario("fixed: --compile-lock", "expanded", (*RACE, "--compile-lock"),
+             what="race on, lock + serial warm-up"),
+    Scenario("fixed: --workers processes", "expanded", (*RACE, "--workers", "processes"),
+             what="race on, one process per device"),
+    Scenario("broken: wiped compile cache", "base", wipe_cache=True,
+             what="old dataset, cache wiped: every shape compiles cold"),
+    Scenario("broken: shape churn", "churn",
+             what=f"dataset + {CHURN_LENGTHS}: 9 lengths, recompile limit 8"),
+    Scenario("fixed: shape churn, --recompile-limit 16", "churn", ("--recompile-limit", "16"),
+             what="limit above the number of lengths"),
+]  # fmt: skip
+
+
+@dataclass
+class Result:
+    scenario: str
+    rc: int
+    wall_s: float
+    steps: int
+    tokens: int
+    steady: float | None
+    end_to_end: float | None
+    errors: list[str] = field(default_factory=list)
+
+
+def sh(*argv: str | Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        check=False,
+    )  # fmt: skip
+
+
+def prepare(root: Path, steps: int) -> dict[str, Path]:
+    """Templates: datasets plus a compile cache warm for the shapes a run had before."""
+    base = root / "base"
+    sh(*TRAIN, "dataset", "--workspace", base, "--size", "512")
+    warm = sh(*TRAIN, "train", "--workspace", base, "--steps", str(steps))
+    assert warm.returncode == 0, warm.stdout[-2000:] + warm.stderr[-2000:]
+    shutil.rmtree(base / "checkpoints")
+    expanded = root / "expanded"
+    shutil.copytree(base, expanded)
+    sh(*TRAIN, "dataset", "--workspace", expanded, "--expand", "--add", "256")
+    churn = root / "churn"
+    shutil.copytree(base, churn)
+    sh(*TRAIN, "dataset", "--workspace", churn, "--expand", "--add", "448",
+       "--new-lengths", CHURN_LENGTHS)  # fmt: skip
+    # Compile the churn shapes once, so its runs measure the eager fallback, not compiles.
+    sh(*TRAIN, "train", "--workspace", churn, "--steps", str(steps))
+    shutil.rmtree(churn / "checkpoints")
+    return {"base": base, "expanded": expanded, "churn": churn}
+
+
+def run_once(s: Scenario, template: Path, root: Path, steps: int, rep: int) -> Result:
+    ws = root / f"run-{rep}"
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.copytree(template, ws)
+    if s.wipe_cache:
+        shutil.rmtree(ws / "compile_cache")
+    argv = [*TRAIN, "train", "--workspace", str(ws), "--steps", str(steps), "--log-every", "10"]
+    start = time.perf_counter()
+    proc = sh(*argv, *s.flags)
+    wall = time.perf_counter() - start
+    log = ws / "checkpoints" / "train_log.jsonl"
+    records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    drafter = [r for r in records if r["role"] == "drafter"]
+    tokens = sum(r["tokens"] for r in drafter)
+    stdout_log = (ws / "checkpoints" / "train_stdout.log").read_text()
+    errors = sorted({ln.split("] ", 1)[-1][:120] for ln in stdout_log.splitlines()
+                     if "Error:" in ln or "recompile_limit" in ln})  # fmt: skip
+    return Result(
+        scenario=s.name, rc=proc.returncode, wall_s=round(wall, 1),
+        steps=drafter[-1]["step"] if drafter else 0, tokens=tokens,
+        steady=statistics.median(r["tokens_per_s"] for r in drafter) if drafter else None,
+        end_to_end=round(tokens / wall, 1) if proc.returncode == 0 else None, errors=errors,
+    )  # fmt: skip
+
+
+def median(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return round(statistics.median(got)) if got else None
+
+
+def table(results: dict[str, list[Result]], steps: int, reps: int) -> str:
+    good = results.get("good", [])
+    g_steady = median([r.steady for r in good])
+    g_e2e = median([r.end_to_end for r in good])
+    lines = [
+        f"Median of {reps} runs, {steps} steps each; tokens/s are drafter tokens.",
+        "",
+        "| scenario | exit codes | steps reached | steady tok/s | ÷ good "
+        "| end-to-end tok/s | ÷ good | seen in train_stdout.log |",
+        "|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for s in SCENARIOS:
+        runs = results.get(s.name)
+        if not runs:
+            continue
+        steady, e2e = median([r.steady for r in runs]), median([r.end_to_end for r in runs])
+        ratio = lambda v, g: f"{v / g:.2f}" if v is not None and g else "—"  # noqa: E731
+        errs = sorted({e for r in runs for e in r.errors})
+        lines.append(
+            f"| {s.name} | {','.join(str(r.rc) for r in runs)} | "
+            f"{','.join(str(r.steps) for r in runs)} | {steady if steady else '—'} | "
+            f"{ratio(steady, g_steady)} | {e2e if e2e else '—'} | {ratio(e2e, g_e2e)} | "
+            f"{'; '.join(errs)[:200] or '—'} |"
+        )
+    lines += ["", "Commands (WS is a fresh copy of the prepared workspace for each run):", ""]
+    for s in SCENARIOS:
+        if s.name in results:
+            wipe = "rm -rf WS/compile_cache && " if s.wipe_cache else ""
+            flags = " ".join(s.flags)
+            lines.append(
+                f"* {s.name} ({s.what}): `{wipe}python -m examples.dflash_trainer train "
+                f"--workspace WS --steps {steps} --log-every 10 {flags}`".replace("  `", "`")
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--only", default="", help="comma-separated scenario name prefixes")
+    p.add_argument("--json", type=Path, default=None, help="write raw results here")
+    args = p.parse_args()
+    chosen = [s for s in SCENARIOS if not args.only
+              or any(s.name.startswith(x) for x in args.only.split(","))]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="dflash-bench-") as tmp:
+        root = Path(tmp)
+        templates = prepare(root, args.steps)
+        results: dict[str, list[Result]] = {}
+        for rep in range(args.reps):  # interleaved, so drift in machine load hits all alike
+            for s in chosen:
+                r = run_once(s, templates[s.workspace], root, args.steps, rep)
+                results.setdefault(s.name, []).append(r)
+                print(json.dumps(r.__dict__), file=sys.stderr, flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({k: [r.__dict__ for r in v] for k, v in results.items()}))
+    print(table(results, args.steps, args.reps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
