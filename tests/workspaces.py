@@ -11,11 +11,16 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from agent.facts import Fact, Ledger
+from agent.gather import SweepGatherer
 from tests.conftest import need
+from tools.bundle import SweepSpec
+from tools.transport import LocalTransport
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = ["--batch-size", "8", "--log-every", "5", "--intra-op-threads", "2"]
@@ -56,14 +61,38 @@ def good_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """A broken workspace and the facts of its good state, gathered before it broke."""
+
+    ws: Path
+    good_facts: list[Fact]
+
+    def install_baseline(self, name: str) -> None:
+        """Store the good state as baseline ``name`` in this test's state directory."""
+        from agent.runner import baseline_store
+
+        baseline_store().save(name, "local", self.good_facts)
+
+
+def gather_local(ws: Path) -> list[Fact]:
+    spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+    return SweepGatherer(LocalTransport(), spec, Ledger())(None)
+
+
 @pytest.fixture(scope="session")
-def race_workspace(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Path:
+def race_scenario(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Scenario:
     """The incident: the dataset grew (a new length, 96), and a worker compiling it while
     the others call their compiled functions trips torch's FX check (the torch <= 2.11
     behaviour, emulated on torch's own flag); the run dies with torch's error."""
     ws = clone(good_workspace, tmp_path_factory.mktemp("race") / "ws")
-    assert trainer("dataset", "--workspace", ws, "--expand", "--add", "32",
-                   "--new-lengths", "96").returncode == 0
+    good = gather_local(ws)
+    assert (
+        trainer(
+            "dataset", "--workspace", ws, "--expand", "--add", "32", "--new-lengths", "96"
+        ).returncode
+        == 0
+    )
     run = train(ws, "--steps", "80", "--resume", "--emulate-torch211-race")
     assert run.returncode != 0, "the emulated race should have killed a worker"
-    return ws
+    return Scenario(ws, good)

@@ -1,0 +1,136 @@
+"""Diagnosis end to end on real reference-trainer workspaces: facts, baseline diff, the
+rule base, verified/refuted hypotheses, cited reports.
+
+Every workspace was produced by the trainer itself (see tests/workspaces.py); each test
+takes a snapshot of its own copy while it is good, breaks it with the trainer's own
+`break` command (or a real run), and diagnoses it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.facts import Ledger
+from agent.report import build_report, render_markdown
+from agent.runner import baseline_store, build_doctor, run_session
+from agent.session import Session, SessionConfig
+from agent.state import DiagnosisState
+from tests.workspaces import Scenario, clone, trainer
+from tools.bundle import SweepSpec
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def spec(ws: Path) -> SweepSpec:
+    return SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+
+
+def snapshot(ws: Path, name: str = "good") -> None:
+    session = Session.create(SessionConfig(command="snapshot", target="local", spec=spec(ws)))
+    doctor = build_doctor(session, session.target("local"), spec(ws))
+    facts = doctor.gather(None)
+    session.close()
+    baseline_store().save(name, "local", facts)
+
+
+def diagnose(ws: Path, baseline: str | None = "good") -> tuple[DiagnosisState, Ledger, str]:
+    config = SessionConfig(command="diagnose", target="local", spec=spec(ws), baseline=baseline)
+    session = Session.create(config)
+    doctor = build_doctor(session, session.target("local"), spec(ws))
+    outcome = run_session(session, doctor, start=DiagnosisState(target="local", baseline=baseline))
+    session.close()
+    report = render_markdown(build_report(outcome.state, session.ledger, session.id))
+    return outcome.state, session.ledger, report
+
+
+def statuses(state: DiagnosisState) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for h in state.hypotheses:
+        out.setdefault(h.kind, set()).add(h.status)
+    return out
+
+
+def assert_grounded(state: DiagnosisState, ledger: Ledger, report: str) -> None:
+    """Every fact id the report prints is in the ledger and listed with its command."""
+    cited = set(re.findall(r"F-[0-9a-f]{4,}", report))
+    assert cited, "a report without citations"
+    for fact_id in cited:
+        assert fact_id in ledger, fact_id
+        assert f"| {fact_id} |" in report, f"{fact_id} is cited but not listed with its command"
+    for hyp in state.hypotheses:
+        for verdict in hyp.verdicts:
+            assert verdict.outcome != "rejected", verdict
+
+
+def test_healthy_workspace_is_no_fault_found(good_workspace: Path, tmp_path: Path) -> None:
+    """Nothing changed since the snapshot: every family is checked and refuted, and the
+    report says what was checked."""
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    state, ledger, report = diagnose(ws)
+    assert state.verdict == "no_fault_found", statuses(state)
+    assert {s for v in statuses(state).values() for s in v} == {"refuted"}
+    assert {"environment_drift", "fx_trace_race", "script_changed"} <= statuses(state).keys()
+    assert report.startswith("# dflash-doctor report: no fault found")
+    assert_grounded(state, ledger, report)
+
+
+def test_changed_script_is_found_by_its_md5(good_workspace: Path, tmp_path: Path) -> None:
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    assert trainer("break", "script", "--workspace", ws).returncode == 0
+    state, ledger, report = diagnose(ws)
+    assert statuses(state)["script_changed"] == {"verified"}
+    assert state.hypotheses[0].kind == "script_changed"
+    claim = state.hypotheses[0].verdicts[0]
+    assert f"md5 of {ws}/train_dflash.py (now)" in claim.sentence
+    assert statuses(state)["fx_trace_race"] == {"refuted"}
+    assert_grounded(state, ledger, report)
+
+
+def test_truncated_checkpoint_is_an_integrity_fault(good_workspace: Path, tmp_path: Path) -> None:
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    assert trainer("break", "truncate-checkpoint", "--workspace", ws).returncode == 0
+    state, ledger, report = diagnose(ws)
+    assert "verified" in statuses(state)["checkpoint_integrity"]
+    assert "checkpoint files with problems = 1" in report
+    assert_grounded(state, ledger, report)
+
+
+def test_wiped_compile_cache_is_cold(good_workspace: Path, tmp_path: Path) -> None:
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    assert trainer("break", "compile-cache", "--workspace", ws).returncode == 0
+    state, ledger, report = diagnose(ws)
+    assert "verified" in statuses(state)["compile_cache_cold"]
+    assert f"extra compile cache {ws}/compile_cache: exists = False" in report
+    assert_grounded(state, ledger, report)
+
+
+def test_the_incident_fx_race_after_the_dataset_grew(race_scenario: Scenario) -> None:
+    """The run died with torch's own error after a new length was added: the FX race is
+    verified and ranked first, and the dataset churn behind it is verified too."""
+    race_scenario.install_baseline("good")
+    state, ledger, report = diagnose(race_scenario.ws)
+    assert state.verdict == "fault_found"
+    assert state.hypotheses[0].kind == "fx_trace_race"
+    assert statuses(state)["fx_trace_race"] == {"verified"}
+    assert statuses(state)["dataset_shape_churn"] == {"verified"}
+    assert "Detected that you are using FX to symbolically trace" in report
+    assert "compiled wrappers bind the FX check at creation = True" in report
+    assert_grounded(state, ledger, report)
+
+
+def test_without_workspace_or_baseline_the_answer_is_insufficient_evidence(tmp_path: Path) -> None:
+    """Nothing to look at and nothing to compare with: the app says what it could not
+    observe instead of guessing."""
+    state, _ledger, report = diagnose(tmp_path / "nowhere", baseline=None)
+    assert state.verdict == "insufficient_evidence"
+    assert {"checkpoints", "trainlog", "stdoutlog"} <= set(state.missing)
+    assert "could not observe" in report
+    assert "not_found" in report
