@@ -16,8 +16,10 @@ from rich.table import Table
 from agent import __version__
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
+from agent.html_report import render_html
 from agent.logs import configure_logging
 from agent.nodes import Doctor
+from agent.recorded import load_recorded
 from agent.replay import replay as replay_transcript
 from agent.report import build_report, render_markdown
 from agent.runner import baseline_store, build_doctor, record_outcome, run_session
@@ -415,6 +417,29 @@ def replay(
         typer.echo(f"{path}: verdicts changed since recording:")
         typer.echo("\n".join(result.differences))
     raise typer.Exit(0 if result.same else 1)
+
+
+@app.command(help="Render a recorded session as a report (md, html or json).")
+def report(
+    path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
+    fmt: Annotated[str, typer.Option("--format", help="md | html | json")] = "md",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
+) -> None:
+    if fmt not in ("md", "html", "json"):
+        raise UsageError(f"unknown report format {fmt!r} (md, html or json)")
+    recorded = load_recorded(path)
+    built = build_report(recorded.state, recorded.ledger, str(recorded.header.get("session")))
+    if fmt == "json":
+        text = built.model_dump_json(indent=1)
+    elif fmt == "html":
+        text = render_html(built, recorded.state, recorded.ledger)
+    else:
+        text = render_markdown(built)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {out}", err=True)
 
 
 @app.command(help="Show what the app does, on this machine.")

@@ -1,0 +1,64 @@
+"""A finished session as its transcript recorded it: the state and the ledger, rebuilt
+from the events alone (no machine, no rerun), for ``report FILE``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.baseline import DiffEntry
+from agent.facts import Fact, Ledger
+from agent.hypotheses import Hypothesis
+from agent.state import DiagnosisState, FixOutcome, FixPlan
+from tools.errors import TranscriptError
+from tools.transcript import read_transcript
+
+
+@dataclass
+class Recorded:
+    header: dict[str, Any]
+    state: DiagnosisState
+    ledger: Ledger
+
+
+def load_recorded(path: Path) -> Recorded:
+    header, events = read_transcript(path)
+    verdict = next((e for e in events if e["type"] == "verdict"), None)
+    if verdict is None:
+        raise TranscriptError(f"{path}: no verdict recorded (the session did not finish)")
+    ledger = Ledger()
+    facts: list[str] = []
+    baseline: list[str] = []
+    for event in events:
+        if event["type"] == "fact":
+            fact = ledger.append(Fact.model_validate(event["fact"]))
+            if fact.id != event["fact"]["id"]:
+                raise TranscriptError(
+                    f"{path}: event {event['seq']}: fact {event['fact']['id']} does not match "
+                    "its content"
+                )
+            (baseline if event.get("baseline") else facts).append(fact.id)
+    plan = next((FixPlan.model_validate(e["plan"]) for e in events if e["type"] == "plan"), None)
+    approval = next((e for e in events if e["type"] == "approval"), None)
+    applied = next(
+        (FixOutcome.model_validate(e["outcome"]) for e in events if e["type"] == "apply"), None
+    )
+    state = DiagnosisState(
+        target=str(header.get("target")),
+        mode=verdict.get("mode") or "guided",
+        baseline=verdict.get("baseline"),
+        facts=facts,
+        baseline_facts=baseline,
+        diff=[DiffEntry.model_validate(e["entry"]) for e in events if e["type"] == "diff"],
+        hypotheses=[
+            Hypothesis.model_validate(e["hypothesis"]) for e in events if e["type"] == "hypothesis"
+        ],
+        verdict=verdict["verdict"],
+        missing=verdict.get("missing") or [],
+        plan=plan,
+        approved=approval["approved"] if approval else None,
+        approved_by=approval["by"] if approval else "",
+        outcome=applied,
+    )
+    return Recorded(header=header, state=state, ledger=ledger)
