@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from examples.dflash_trainer import dataset  # noqa: E402
+
 TRAIN = [sys.executable, "-m", "examples.dflash_trainer"]
 RACE = ["--emulate-torch211-race"]
 CHURN_LENGTHS = "32,48,80,96,112,144,160"  # 9 lengths with 64,128: past the limit of 8
@@ -48,7 +51,7 @@ class Scenario:
 SCENARIOS = [
     Scenario("good", "base", what="old dataset (64,128), old compile cache, threads"),
     Scenario("expanded, torch 2.13 as is", "expanded",
-             what="dataset + 80,96,112 (cold compiles mid-run), no emulation"),
+             what="dataset + 96 prompts of 80,96,112 (cold compiles mid-run), no emulation"),
     Scenario("broken: race (crash)", "expanded", tuple(RACE), what="emulated 2.11 race"),
     Scenario("broken: race, nested trace eager", "expanded",
              (*RACE, "--nested-fx-trace", "eager"), what="race, error_on_nested_fx_trace=False"),
@@ -86,8 +89,26 @@ def sh(*argv: str | Path, timeout: float = 900) -> subprocess.CompletedProcess[s
     )  # fmt: skip
 
 
-def prepare(root: Path, steps: int) -> dict[str, Path]:
-    """Templates: datasets plus a compile cache warm for the shapes a run had before."""
+def late_seed(data: Path, old: set[int]) -> int:
+    """A ``--seed`` whose batch order first shows a new length at batch 12..20.
+
+    The race needs a device that compiles a new length cold while the others are past
+    their start-up compiles and calling; when every device meets the new lengths during
+    its own start-up compiles, nobody calls in the window and the run survives (seen on
+    this machine with seed 0, where a new length is batch 3). Every scenario uses the
+    seed, so all runs see the same data in the same order.
+    """
+    prompts = dataset.load(data)
+    for seed in range(200):
+        plan = dataset.batch_plan(prompts, 8, seed)
+        first = next(i for i, b in enumerate(plan) if prompts[b[0]].length not in old)
+        if 12 <= first <= 20:
+            return seed
+    raise AssertionError("no seed < 200 puts the first new length at batch 12..20")
+
+
+def prepare(root: Path, steps: int) -> tuple[dict[str, Path], list[str]]:
+    """Templates (datasets, compile cache warm for the old shapes) and the seed flags."""
     base = root / "base"
     sh(*TRAIN, "dataset", "--workspace", base, "--size", "512")
     warm = sh(*TRAIN, "train", "--workspace", base, "--steps", str(steps))
@@ -95,24 +116,28 @@ def prepare(root: Path, steps: int) -> dict[str, Path]:
     shutil.rmtree(base / "checkpoints")
     expanded = root / "expanded"
     shutil.copytree(base, expanded)
-    sh(*TRAIN, "dataset", "--workspace", expanded, "--expand", "--add", "256")
+    sh(*TRAIN, "dataset", "--workspace", expanded, "--expand", "--add", "96")
+    seed = ["--seed", str(late_seed(expanded / "data" / "prompts.jsonl", {64, 128}))]
     churn = root / "churn"
     shutil.copytree(base, churn)
     sh(*TRAIN, "dataset", "--workspace", churn, "--expand", "--add", "448",
        "--new-lengths", CHURN_LENGTHS)  # fmt: skip
     # Compile the churn shapes once, so its runs measure the eager fallback, not compiles.
-    sh(*TRAIN, "train", "--workspace", churn, "--steps", str(steps))
+    sh(*TRAIN, "train", "--workspace", churn, "--steps", str(steps), *seed)
     shutil.rmtree(churn / "checkpoints")
-    return {"base": base, "expanded": expanded, "churn": churn}
+    return {"base": base, "expanded": expanded, "churn": churn}, seed
 
 
-def run_once(s: Scenario, template: Path, root: Path, steps: int, rep: int) -> Result:
+def run_once(
+    s: Scenario, template: Path, root: Path, steps: int, rep: int, seed: list[str]
+) -> Result:
     ws = root / f"run-{rep}"
     shutil.rmtree(ws, ignore_errors=True)
     shutil.copytree(template, ws)
     if s.wipe_cache:
         shutil.rmtree(ws / "compile_cache")
     argv = [*TRAIN, "train", "--workspace", str(ws), "--steps", str(steps), "--log-every", "10"]
+    argv += seed
     start = time.perf_counter()
     proc = sh(*argv, *s.flags)
     wall = time.perf_counter() - start
@@ -136,7 +161,7 @@ def median(values: list[float | None]) -> float | None:
     return round(statistics.median(got)) if got else None
 
 
-def table(results: dict[str, list[Result]], steps: int, reps: int) -> str:
+def table(results: dict[str, list[Result]], steps: int, reps: int, seed: list[str]) -> str:
     good = results.get("good", [])
     g_steady = median([r.steady for r in good])
     g_e2e = median([r.end_to_end for r in good])
@@ -164,11 +189,11 @@ def table(results: dict[str, list[Result]], steps: int, reps: int) -> str:
     for s in SCENARIOS:
         if s.name in results:
             wipe = "rm -rf WS/compile_cache && " if s.wipe_cache else ""
-            flags = " ".join(s.flags)
-            lines.append(
-                f"* {s.name} ({s.what}): `{wipe}python -m examples.dflash_trainer train "
-                f"--workspace WS --steps {steps} --log-every 10 {flags}`".replace("  `", "`")
+            cmd = (
+                f"{wipe}python -m examples.dflash_trainer train --workspace WS "
+                f"--steps {steps} --log-every 10 {' '.join((*seed, *s.flags))}"
             )
+            lines.append(f"* {s.name} ({s.what}): `{cmd.strip()}`")
     return "\n".join(lines)
 
 
@@ -183,16 +208,16 @@ def main() -> int:
               or any(s.name.startswith(x) for x in args.only.split(","))]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="dflash-bench-") as tmp:
         root = Path(tmp)
-        templates = prepare(root, args.steps)
+        templates, seed = prepare(root, args.steps)
         results: dict[str, list[Result]] = {}
         for rep in range(args.reps):  # interleaved, so drift in machine load hits all alike
             for s in chosen:
-                r = run_once(s, templates[s.workspace], root, args.steps, rep)
+                r = run_once(s, templates[s.workspace], root, args.steps, rep, seed)
                 results.setdefault(s.name, []).append(r)
                 print(json.dumps(r.__dict__), file=sys.stderr, flush=True)
     if args.json:
         args.json.write_text(json.dumps({k: [r.__dict__ for r in v] for k, v in results.items()}))
-    print(table(results, args.steps, args.reps))
+    print(table(results, args.steps, args.reps, seed))
     return 0
 
 
