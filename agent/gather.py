@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from agent.facts import Fact, Ledger
-from tools.bundle import ProbeResult, SweepResult, SweepSpec, sweep
-from tools.transport.base import Transport
+from tools.bundle import ProbeResult, SweepResult, SweepSpec, build_plan, sweep
+from tools.transport.base import CommandResult, KeyedStdin, Transport
 
 Sweep = Callable[..., SweepResult]
 
@@ -24,6 +25,29 @@ def fact_from_probe(result: ProbeResult) -> Fact:
         error=result.error_text,
         duration=result.duration,
     )
+
+
+class _PlanKeyed:
+    """Hands the bundle to the transport keyed by its plan (see ``KeyedStdin``), so a
+    recorded sweep replays for the same plan even after the probes' code changed."""
+
+    def __init__(self, inner: Transport, key: str) -> None:
+        self.inner = inner
+        self.key = key
+        self.name = inner.name
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        keyed = None if stdin is None else KeyedStdin(stdin, self.key)
+        return self.inner.run(argv, stdin=keyed, timeout=timeout)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class SweepGatherer:
@@ -53,9 +77,12 @@ class SweepGatherer:
 
     def __call__(self, only: Iterable[str] | None) -> list[Fact]:
         with self._lock:
-            result = self.run_sweep(
-                self.transport, self.spec, only=None if only is None else sorted(only)
+            probes = None if only is None else sorted(only)
+            plan = build_plan(self.spec, probes)
+            keyed = _PlanKeyed(
+                self.transport, hashlib.sha256(plan.model_dump_json().encode()).hexdigest()
             )
+            result = self.run_sweep(keyed, self.spec, only=probes)
             if self.on_result is not None:
                 self.on_result(result)
             facts = []

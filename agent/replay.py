@@ -9,6 +9,7 @@ command the graph asks for that the recording does not hold, is an error (exit 2
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from agent.graph import build_graph
 from agent.hypotheses import Hypothesis
 from agent.nodes import Doctor
 from agent.rules import default_rules
+from agent.rules.base import Rule
 from agent.state import DiagnosisState
 from tools.bundle import SweepSpec
 from tools.errors import TranscriptError
@@ -64,7 +66,7 @@ def _hypothesis_lines(hypotheses: list[Hypothesis]) -> list[str]:
     return lines
 
 
-def replay(path: Path) -> ReplayResult:
+def replay(path: Path, rules: Sequence[Rule] | None = None) -> ReplayResult:
     header, events = read_transcript(path)
     spec_data = header.get("spec")
     if header.get("command") not in ("diagnose", "demo", "health") or spec_data is None:
@@ -83,7 +85,7 @@ def replay(path: Path) -> ReplayResult:
     doctor = Doctor(
         ledger=ledger,
         gather=SweepGatherer(ReplayTransport(events, target), spec, ledger),
-        rules=default_rules(),
+        rules=list(rules) if rules is not None else default_rules(),
         comparables=comparables,
         baselines=RecordedBaselines(header.get("baseline"), target, baseline_facts),
         approver="never",

@@ -14,7 +14,8 @@ It lives in the lowest layer (``tools/``) because facts travel one way
     │   ├── HostKeyError           unknown or changed host key - never retried
     │   ├── CommandTimeout         the command outlived its time limit and was killed
     │   ├── ConnectionLost         the connection dropped while a command ran
-    │   └── NotRecorded            replay: the command is not in the transcript
+    │   ├── NotRecorded            replay: the command is not in the transcript
+    │   └── ReadOnlyViolation      read-only mode: the command is not registered as read-only
     ├── LedgerError                the fact ledger cannot be read or written
     └── TranscriptError            a transcript is unreadable, truncated or tampered with
 
@@ -77,6 +78,14 @@ class ConnectionLost(TransportError):
 class NotRecorded(TransportError):
     """Replay was asked for a command the transcript does not hold."""
 
+    exit_code = 2
+
+
+class ReadOnlyViolation(TransportError):
+    """Read-only mode (``health``) refused a command that is not registered as read-only;
+    it never reached the target. A bug in the doctor, never a fault of the target."""
+
+    # Like a replay's refusal: the check could not be carried out as asked.
     exit_code = 2
 
 

@@ -166,7 +166,7 @@ def _parsed(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TranscriptError(
-                f"{path}:{number}: bad JSON ({exc.msg} at column {exc.colno})"
+                f"{path}:{number}: bad JSON: {exc.msg} (column {exc.colno})"
             ) from None
         if not isinstance(obj, dict):
             raise TranscriptError(f"{path}:{number}: event is not a JSON object")

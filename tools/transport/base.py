@@ -27,6 +27,30 @@ class CommandResult:
         return self.rc == 0
 
 
+class KeyedStdin(bytes):
+    """Stdin bytes that carry the identity of the question they ask.
+
+    A probe bundle is this app's own code plus a plan; when the code changes, the plan
+    (which probes, with which parameters) does not. Recording and replay key a command on
+    ``replay_key`` when there is one, so a transcript still answers the same plan after
+    the probes' implementation changed. Everything else sees plain bytes.
+    """
+
+    replay_key: str
+
+    def __new__(cls, data: bytes, replay_key: str) -> KeyedStdin:
+        obj = super().__new__(cls, data)
+        obj.replay_key = replay_key
+        return obj
+
+
+def stdin_key(data: bytes | None) -> str:
+    """How recording and replay name a command's stdin."""
+    if isinstance(data, KeyedStdin):
+        return f"key:{data.replay_key}"
+    return digest(data)
+
+
 def digest(data: bytes | None) -> str:
     """sha256 hex of ``data``; the empty string for "no stdin" so it differs from b""."""
     if data is None:

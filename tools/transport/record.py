@@ -10,7 +10,7 @@ from typing import Any
 from tools import errors
 from tools.errors import NotRecorded, TransportError
 from tools.transcript import TranscriptWriter, unb64
-from tools.transport.base import CommandResult, Transport, digest
+from tools.transport.base import CommandResult, Transport, stdin_key
 
 Key = tuple[str, tuple[str, ...], str]
 
@@ -29,8 +29,8 @@ class RecordingTransport:
         timeout: float | None = None,
     ) -> CommandResult:
         # stdin itself is not stored (a probe bundle is large, and it is this app's own
-        # code); its sha256 is, so a replay can tell it is being asked the same question.
-        base = {"target": self.name, "argv": list(argv), "stdin_digest": digest(stdin)}
+        # code); its key is, so a replay can tell it is being asked the same question.
+        base = {"target": self.name, "argv": list(argv), "stdin_digest": stdin_key(stdin)}
         try:
             result = self.inner.run(argv, stdin=stdin, timeout=timeout)
         except TransportError as exc:
@@ -72,7 +72,7 @@ class ReplayTransport:
         stdin: bytes | None = None,
         timeout: float | None = None,
     ) -> CommandResult:
-        key = (self.name, tuple(argv), digest(stdin))
+        key = (self.name, tuple(argv), stdin_key(stdin))
         queue = self._answers.get(key)
         if not queue:
             other = [k[2][:12] for k in self._answers if k[:2] == key[:2] and k[2] != key[2]]
