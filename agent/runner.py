@@ -19,6 +19,7 @@ from agent.rules.base import Rule
 from agent.session import Session, app_state
 from agent.state import DiagnosisState
 from tools.bundle import SweepSpec
+from tools.transcript import read_transcript
 from tools.transport.base import Transport
 
 
@@ -86,7 +87,12 @@ def run_session(
 def record_outcome(session: Session, state: DiagnosisState) -> None:
     """Facts, claim verdicts, hypotheses, the plan, the approval and the verdict go into
     the transcript after the commands that produced them: a transcript alone is enough to
-    render the report and to check a replay against."""
+    render the report and to check a replay against. A session resumed after it had
+    finished adds nothing: its outcome is recorded already."""
+    if session.transcript_path.exists():
+        _, events = read_transcript(session.transcript_path)
+        if any(e["type"] == "verdict" for e in events):
+            return
     for fact_id in dict.fromkeys([*state.facts, *state.baseline_facts]):
         fact = session.ledger.get(fact_id)
         baseline = fact_id in state.baseline_facts and fact_id not in state.facts
