@@ -82,17 +82,19 @@ def write_log(path: Path, lines: int, seed: int = 0) -> None:
             t += 1.3
 
 
-def measure(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of ``argv`` as GNU time reports them."""
+def measure(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of ``argv``, as GNU
+    time reports them. CPU time is the fairer number on a shared machine: other
+    people's load stretches wall time, not the work a process does."""
     res = subprocess.run(
-        ["/usr/bin/time", "-f", "%e %M", *argv],
+        ["/usr/bin/time", "-f", "%e %U %S %M", *argv],
         capture_output=True,
         text=True,
         cwd=ROOT,
         check=True,
     )
-    wall, kb = res.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(kb) / 1024
+    wall, user, system, kb = res.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(system), int(kb) / 1024
 
 
 def main() -> None:
@@ -115,11 +117,13 @@ def main() -> None:
             contenders["jq_extract"] = [jq, "-c", "[.step, .tokens_per_s]", str(log)]
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm
         wall: dict[str, list[float]] = {k: [] for k in contenders}
+        cpu: dict[str, list[float]] = {k: [] for k in contenders}
         rss: dict[str, list[float]] = {k: [] for k in contenders}
         for _ in range(args.runs):
             for name, argv in contenders.items():
-                w, m = measure(argv)
+                w, c, m = measure(argv)
                 wall[name].append(w)
+                cpu[name].append(round(c, 2))
                 rss[name].append(m)
         memory: dict[str, dict[str, float]] = {}
         for n in [int(x) for x in args.memory_lines.split(",") if x]:
@@ -127,8 +131,8 @@ def main() -> None:
             write_log(big, n)
             memory[str(n)] = {
                 "bytes": big.stat().st_size,
-                "parser_rss_mb": round(measure([sys.executable, "-c", PARSER, str(big)])[1], 1),
-                "pandas_rss_mb": round(measure([sys.executable, "-c", PANDAS, str(big)])[1], 1),
+                "parser_rss_mb": round(measure([sys.executable, "-c", PARSER, str(big)])[2], 1),
+                "pandas_rss_mb": round(measure([sys.executable, "-c", PANDAS, str(big)])[2], 1),
             }
             big.unlink()
         print(
@@ -139,6 +143,8 @@ def main() -> None:
                     "runs": args.runs,
                     "median_wall_s": {k: round(statistics.median(v), 2) for k, v in wall.items()},
                     "all_wall_s": wall,
+                    "median_cpu_s": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
+                    "all_cpu_s": cpu,
                     "median_peak_rss_mb": {
                         k: round(statistics.median(v), 1) for k, v in rss.items()
                     },

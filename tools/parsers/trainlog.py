@@ -613,9 +613,10 @@ class _Summarizer:
             out.append(t)
         return _Col(out, None not in out)
 
-    def group_labels(self, recs: list[dict[str, Any]]) -> list[str] | None:
-        """Each record's series label (``role=drafter,device=cuda:5``), or None when
-        the log has one series. Without a profile, the grouping fields are the ones of
+    def partition(self, recs: list[dict[str, Any]]) -> dict[str, list[int]] | None:
+        """The batch's records by series: label (``role=drafter,device=cuda:5``) to
+        record indices (an empty list: every record of the batch), or None when the log
+        has one series. Without a profile, the grouping fields are the ones of
         ``GROUP_ALIASES`` that the first record has."""
         if self.group_keys is None:
             self.group_keys = tuple(k for k in GROUP_ALIASES if k in recs[0])
@@ -626,18 +627,35 @@ class _Summarizer:
             raw = list(map(itemgetter(*keys), recs))
         except KeyError:
             raw = [tuple(d.get(k) for k in keys) if len(keys) > 1 else d.get(keys[0]) for d in recs]
-        labels = self.labels
+        # One pass, one dict lookup per record: cheaper than a filtering pass per series.
+        by_key: dict[Any, list[int]] = {}
         try:
-            missing = set(raw).difference(labels)
+            for i, key in enumerate(raw):
+                found = by_key.get(key)
+                if found is None:
+                    by_key[key] = [i]
+                else:
+                    found.append(i)
         except TypeError:  # a list or object where a device name belongs
             raw = [json.dumps(v, sort_keys=True, default=str) for v in raw]
-            missing = set(raw).difference(labels)
-        for v in missing:
-            vals = v if len(keys) > 1 else (v,)
-            label = ",".join(f"{k}={x}" for k, x in zip(keys, vals))
-            # Past MAX_GROUPS, further series share one bucket: memory stays bounded.
-            labels[v] = label if len(set(labels.values())) < MAX_GROUPS else "other"
-        return list(map(labels.__getitem__, raw))
+            by_key = {}
+            for i, key in enumerate(raw):
+                by_key.setdefault(key, []).append(i)
+        labels = self.labels
+        parts: dict[str, list[int]] = {}
+        for key, idx in by_key.items():
+            label = labels.get(key)
+            if label is None:
+                vals = key if len(keys) > 1 else (key,)
+                label = ",".join(f"{k}={x}" for k, x in zip(keys, vals))
+                # Past MAX_GROUPS, further series share one bucket: memory stays bounded.
+                if len(set(labels.values())) >= MAX_GROUPS:
+                    label = "other"
+                labels[key] = label
+            parts[label] = sorted(parts[label] + idx) if label in parts else idx
+        if len(parts) == 1:
+            return {label: [] for label in parts}
+        return parts
 
     # -- a batch of records ---------------------------------------------------------
     def batch(
@@ -658,34 +676,27 @@ class _Summarizer:
             toks = _Col([v * self.scale if v is not None else None for v in toks.vals], toks.full)
         losses = _numbers(self.column("loss", recs, lines))
         times = self.times(recs, lines)
-        labels = self.group_labels(recs)
+        groups = self.partition(recs)
         self.time_batch(times, lines, offsets)
-        self.series(self.all, steps if labels is None else None, toks, losses, lines, offsets)
-        parts: dict[str, list[int]] = {}
-        if labels is not None:
-            first = labels[0]
-            if labels.count(first) == n:
-                parts[first] = []  # one series in this batch: no need to split
+        self.series(self.all, steps if groups is None else None, toks, losses, lines, offsets)
+        parts: dict[str, list[int]] = groups or {}
+        for g, idx in parts.items():
+            grp = self.groups.get(g)
+            if grp is None:
+                # Per-series quantiles need fewer values than the overall ones.
+                grp = self.groups[g] = _Group(max(1000, self.max_values // 4))
+            if not idx:
+                self.series(grp, steps, toks, losses, lines, offsets)
             else:
-                for g in set(labels):
-                    parts[g] = list(compress(range(n), map(g.__eq__, labels)))
-            for g, idx in parts.items():
-                grp = self.groups.get(g)
-                if grp is None:
-                    # Per-series quantiles need fewer values than the overall ones.
-                    grp = self.groups[g] = _Group(max(1000, self.max_values // 4))
-                if not idx:
-                    self.series(grp, steps, toks, losses, lines, offsets)
-                else:
-                    pick = _picker(idx)
-                    self.series(
-                        grp,
-                        steps.take(pick),
-                        toks.take(pick),
-                        losses.take(pick),
-                        list(pick(lines)),
-                        list(pick(offsets)),
-                    )
+                pick = _picker(idx)
+                self.series(
+                    grp,
+                    steps.take(pick),
+                    toks.take(pick),
+                    losses.take(pick),
+                    list(pick(lines)),
+                    list(pick(offsets)),
+                )
         i = 0
         while i < n:
             j = i + min(n - i, self.window_size - self.win.n)
