@@ -458,6 +458,13 @@ def init(
     typer.echo(f"wrote {written}")
 
 
+# Defined in its own module (agent/health_cli.py); registered here, after every other command.
+from agent.health_cli import HELP as _HEALTH_HELP  # noqa: E402
+from agent.health_cli import health  # noqa: E402
+
+app.command("health", help=_HEALTH_HELP)(health)
+
+
 def main() -> None:
     try:
         app()

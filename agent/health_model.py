@@ -19,11 +19,11 @@ output still lists the could-not-check targets, so neither is lost.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FORMAT = "dflash-doctor-health/1"
+FORMAT: Final = "dflash-doctor-health/1"
 
 Status = Literal["healthy", "regressed", "could_not_check"]
 CheckStatus = Literal["passed", "failed", "error", "skipped"]

@@ -1,0 +1,414 @@
+"""Check one target, read-only: the sweep, the baseline diff and the rule base, with no
+plan, approval or apply path at all.
+
+Three locks keep a health check from changing a target, each enough on its own:
+the graph is built with ``fixes=False`` (no plan/approve/apply nodes exist), the doctor
+holds no playbooks and an approver that always says no, and the only transport it holds
+is a ``ReadOnlyTransport`` that carries nothing but this target's probe bundle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shlex
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from agent.claims import resolve
+from agent.comparables import comparables, drafter_group
+from agent.facts import Fact, Ledger
+from agent.gather import SweepGatherer
+from agent.health_model import SWEEP_CHECK, Check, Cited, CitedFact, Metric, TargetResult
+from agent.hypotheses import TITLES, Hypothesis
+from agent.nodes import Doctor
+from agent.rules import default_rules
+from agent.rules.base import Rule
+from agent.runner import baseline_store, record_outcome, run_session
+from agent.session import Session, SessionConfig, ssh_dict
+from agent.state import DiagnosisState
+from tools.bundle import SweepResult, SweepSpec, build_plan, sweep
+from tools.errors import CommandTimeout, DoctorError, TransportError
+from tools.transport import SSHOptions, Transport
+from tools.transport.readonly import ReadOnlyTransport, probe_bundle
+
+log = structlog.get_logger(__name__)
+
+# Seconds kept back from a target's time limit for what follows the sweep (the rules, the
+# transcript) and for the client's grace beyond the remote ``timeout`` (see Target).
+_AFTER_SWEEP = 15.0
+
+
+@dataclass(frozen=True)
+class HealthTarget:
+    label: str
+    """How results name it: the profile name, or the URI as given."""
+    uri: str
+    spec: SweepSpec
+    baseline: str
+
+
+class Cancel:
+    """Lets the scheduler stop a check that ran past its time limit: closing the
+    transport makes an SSH command in flight fail at once (``ConnectionLost``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._transport: Transport | None = None
+        self.cancelled = False
+
+    def attach(self, transport: Transport) -> None:
+        with self._lock:
+            self._transport = transport
+            cancelled = self.cancelled
+        if cancelled:
+            transport.close()
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            transport = self._transport
+        if transport is not None:
+            transport.close()
+
+
+def bounded_ssh(ssh: SSHOptions, limit: float) -> SSHOptions:
+    """SSH options whose every wait fits in the target's time limit."""
+    cap = max(1.0, limit / 2)
+    return dataclasses.replace(
+        ssh,
+        connect_timeout=min(ssh.connect_timeout, cap),
+        banner_timeout=min(ssh.banner_timeout, cap),
+        auth_timeout=min(ssh.auth_timeout, cap),
+        channel_timeout=min(ssh.channel_timeout, cap),
+    )
+
+
+def check_target(
+    target: HealthTarget,
+    *,
+    ssh: SSHOptions,
+    deadline: float,
+    cancel: Cancel | None = None,
+    rules: Sequence[Rule] | None = None,
+) -> TargetResult:
+    """Check ``target`` before ``deadline`` (``time.monotonic()``); never raises for a
+    target that cannot be checked: that is a result (``could_not_check``)."""
+    started_at = datetime.now(UTC)
+    started = time.monotonic()
+    rules = list(rules if rules is not None else default_rules())
+    bound = log.bind(target=target.label)
+    session: Session | None = None
+    try:
+        baselines = baseline_store()
+        baselines.load(target.baseline)  # a missing baseline: could not check, say why
+        session = Session.create(
+            SessionConfig(
+                command="health",
+                target=target.uri,
+                mode="health",
+                spec=target.spec,
+                baseline=target.baseline,
+                ssh=ssh_dict(ssh),
+            )
+        )
+        bound = bound.bind(session=session.id)
+        guard = _guarded(session, target)
+        if cancel is not None:
+            cancel.attach(guard)
+        gatherer = SweepGatherer(
+            guard, target.spec, session.ledger, run_sweep=_deadline_sweep(deadline)
+        )
+        doctor = Doctor(
+            ledger=session.ledger,
+            gather=gatherer,
+            rules=rules,
+            comparables=comparables,
+            baselines=baselines,
+            playbooks={},
+            approver="never",
+        )
+        start = DiagnosisState(target=target.uri, mode="health", baseline=target.baseline)
+        state = run_session(session, doctor, start=start, fixes=False).state
+        record_outcome(session, state)
+    except (DoctorError, OSError) as exc:
+        reason = _reason(exc)
+        bound.warning("health_not_checked", reason=reason)
+        return _unchecked(target, started_at, started, reason, session, rules)
+    except Exception as exc:  # one target's bug must not cost the other targets' results
+        bound.exception("health_internal_error")
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        return _unchecked(target, started_at, started, reason, session, rules)
+    finally:
+        if session is not None:
+            session.close()
+    result = summarize(target, state, session, started_at, time.monotonic() - started, rules)
+    bound.info("health_checked", status=result.status, regressions=result.regressions)
+    return result
+
+
+def _guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
+    def refused(argv: tuple[str, ...], stdin_digest: str) -> None:
+        session.record({"type": "refused", "argv": list(argv), "stdin_digest": stdin_digest})
+
+    return ReadOnlyTransport(
+        session.target(target.uri), [probe_bundle(target.spec)], on_refused=refused
+    )
+
+
+def _deadline_sweep(deadline: float) -> Any:
+    def run(transport: Transport, spec: SweepSpec, only: Iterable[str] | None = None) -> Any:
+        left = deadline - time.monotonic() - _AFTER_SWEEP
+        if left < 1:
+            raise CommandTimeout("no time left in the target's time limit for the sweep")
+        budget = build_plan(spec, only).budget()
+        result: SweepResult = sweep(transport, spec, only=only, timeout=min(budget, left))
+        return result
+
+    return run
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TransportError):
+        return f"{type(exc).__name__}: {exc}"
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _unchecked(
+    target: HealthTarget,
+    started_at: datetime,
+    started: float,
+    reason: str,
+    session: Session | None,
+    rules: Sequence[Rule],
+) -> TargetResult:
+    return not_checked(
+        target,
+        started_at,
+        time.monotonic() - started,
+        reason,
+        rules,
+        session=session.id if session else None,
+        transcript=str(session.transcript_path) if session else None,
+    )
+
+
+def not_checked(
+    target: HealthTarget,
+    started_at: datetime,
+    duration: float,
+    reason: str,
+    rules: Sequence[Rule] | None = None,
+    *,
+    session: str | None = None,
+    transcript: str | None = None,
+) -> TargetResult:
+    """The result for a target that could not be checked: the sweep check errs with the
+    reason, every family check is skipped (nothing was decided about it)."""
+    checks = [Check(name=SWEEP_CHECK, title="probe sweep", status="error", message=reason)]
+    checks += [
+        Check(
+            name=r.kind,
+            title=TITLES[r.kind],
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+        for r in (rules if rules is not None else default_rules())
+    ]
+    return TargetResult(
+        target=target.label,
+        uri=target.uri,
+        baseline=target.baseline,
+        status="could_not_check",
+        reason=reason,
+        session=session,
+        transcript=transcript,
+        started_at=started_at,
+        duration_s=round(duration, 3),
+        checks=checks,
+    )
+
+
+# -- from the final state to a result ---------------------------------------------------
+
+
+def summarize(
+    target: HealthTarget,
+    state: DiagnosisState,
+    session: Session,
+    started_at: datetime,
+    duration: float,
+    rules: Sequence[Rule],
+) -> TargetResult:
+    ledger = session.ledger
+    facts = [ledger.get(i) for i in state.facts]
+    checks = [_sweep_check(facts), *_family_checks(state, rules)]
+    regressed = [c.name for c in checks if c.status == "failed"]
+    undecided = [c.name for c in checks if c.status == "error"]
+    if regressed:
+        status, reason = "regressed", f"regressed: {', '.join(regressed)}"
+    elif undecided:
+        status = "could_not_check"
+        missing = f" (could not observe: {', '.join(state.missing)})" if state.missing else ""
+        reason = f"insufficient evidence for: {', '.join(undecided)}{missing}"
+    else:
+        status, reason = "healthy", ""
+    metrics = _metrics(ledger, state)
+    cited = {c for check in checks for line in check.lines for c in line.cites}
+    cited |= {c for m in metrics.values() for c in m.cites}
+    return TargetResult(
+        target=target.label,
+        uri=target.uri,
+        baseline=target.baseline,
+        status=status,
+        reason=reason,
+        verdict=state.verdict,
+        session=session.id,
+        transcript=str(session.transcript_path),
+        started_at=started_at,
+        duration_s=round(duration, 3),
+        checks=checks,
+        metrics=metrics,
+        facts=_cited_facts(ledger, state, cited),
+    )
+
+
+def _sweep_check(facts: list[Fact]) -> Check:
+    failed = [f for f in facts if not f.ok]
+    lines = [Cited(text=f"{f.probe}: {f.error}", cites=[f.id]) for f in failed]
+    if facts and len(failed) == len(facts):
+        return Check(
+            name=SWEEP_CHECK,
+            title="probe sweep",
+            status="error",
+            message=f"no probe answered: {failed[0].error}",
+            lines=lines,
+        )
+    message = f"{len(facts) - len(failed)} of {len(facts)} probes answered"
+    if failed:
+        message += f"; could not observe: {', '.join(f.probe for f in failed)}"
+    return Check(
+        name=SWEEP_CHECK, title="probe sweep", status="passed", message=message, lines=lines
+    )
+
+
+def _lines(hypotheses: Iterable[Hypothesis]) -> list[Cited]:
+    return [
+        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        for h in hypotheses
+        for v in h.verdicts
+    ]
+
+
+def _family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
+    checks = []
+    for rule in rules:
+        found = [h for h in state.hypotheses if h.kind == rule.kind]
+        statuses = {h.status for h in found}
+        title = TITLES[rule.kind]
+        if "verified" in statuses:
+            verified = [h for h in found if h.status == "verified"]
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="failed",
+                message="verified: every claim holds on its cited facts",
+                lines=_lines(verified),
+            )
+        elif statuses & {"unverifiable", "untested"}:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="error",
+                message="unverifiable: a claim cites a failed observation or a missing value",
+                lines=_lines(found),
+            )
+        elif found:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="passed",
+                message="refuted: a claim fails on its cited facts",
+                lines=_lines(found),
+            )
+        else:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="passed",
+                message="no hypothesis proposed from the facts",
+            )
+        checks.append(check)
+    return checks
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
+    found = None
+    for fact_id in ids:
+        fact = ledger.get(fact_id)
+        if fact.probe == probe and fact.ok:
+            found = fact
+    return found
+
+
+def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
+    out: dict[str, Metric] = {}
+    trainlog = _latest(ledger, state.facts, "trainlog")
+    host = _latest(ledger, state.facts, "host")
+    if trainlog is not None:
+        group = drafter_group(trainlog)
+        base: tuple[str, ...] = ("groups", group) if group else ()
+        who = "drafter " if group else ""
+        for key, path, label in (
+            ("tokens_per_s", (*base, "throughput", "recent_median"), f"{who}tokens/s"),
+            ("last_step", (*base, "steps", "last" if group else "max"), f"{who}last step"),
+        ):
+            value = _number(resolve(trainlog, path))
+            if value is not None:
+                out[key] = Metric(value=value, cites=[trainlog.id], label=label)
+        last = _number(resolve(trainlog, ("time", "last")))
+        now = _number(resolve(host, ("now",))) if host is not None else None
+        if last is not None and now is not None and host is not None:
+            out["last_step_age_s"] = Metric(
+                value=round(now - last, 3),
+                cites=[host.id, trainlog.id],
+                label="seconds from the last train-log record to the target's clock",
+            )
+    speed = next((d for d in state.diff if d.key == "throughput.drafter"), None)
+    if speed is not None:
+        value = _number(speed.baseline_value)
+        if value is not None:
+            out["baseline_tokens_per_s"] = Metric(
+                value=value, cites=[speed.baseline.fact], label="baseline drafter tokens/s"
+            )
+    return out
+
+
+def _cited_facts(ledger: Ledger, state: DiagnosisState, cited: set[str]) -> list[CitedFact]:
+    order = [*state.facts, *state.baseline_facts]
+    out = []
+    for fact_id in dict.fromkeys(order):
+        if fact_id not in cited or fact_id not in ledger:
+            continue
+        fact = ledger.get(fact_id)
+        out.append(
+            CitedFact(
+                id=fact.id,
+                probe=fact.probe,
+                command=shlex.join(fact.argv),
+                baseline=fact_id in state.baseline_facts and fact_id not in state.facts,
+            )
+        )
+    return out
