@@ -47,10 +47,18 @@ class Report(BaseModel):
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     sections: list[Section] = []
     verdict = VERDICT_TEXT.get(state.verdict or "", "not yet decided")
-    for hyp in state.hypotheses:
+    for rank, hyp in enumerate(state.hypotheses, start=1):
         lines = [
             Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in hyp.verdicts
         ]
+        # Why this one sits here: the same numbers ``hypotheses.rank`` sorts by.
+        lines.append(
+            Line(
+                text=f"rank {rank}: {hyp.status}, {hyp.holding()} of {len(hyp.verdicts)} "
+                f"claims hold, weight {hyp.weight}",
+                cites=[],
+            )
+        )
         lines += [
             Line(text=f"not yet checked: {p.expect} (probe: {p.probe})", cites=[])
             for p in hyp.predictions
