@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck sshd clean
+.PHONY: demo test check lint typecheck system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -13,19 +13,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[torch,dev]'
 	touch $(STAMP)
 
-# The SSH tests need a real sshd binary; install Debian's when missing and we may.
-sshd:
-	@if ! command -v sshd >/dev/null 2>&1 && ! test -x /usr/sbin/sshd; then \
+# The SSH tests need a real sshd, the HTML report test a real headless browser: install
+# Debian's packages when they are missing and we may (root with apt-get).
+DEBS_NEEDED := $(if $(wildcard /usr/sbin/sshd),,openssh-server) $(if $(shell command -v chromium),,chromium)
+system-deps:
+	@if [ -n "$(strip $(DEBS_NEEDED))" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing openssh-server (needed by the SSH tests)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; \
-	  else echo "sshd missing and not root: SSH tests will skip (or fail with REQUIRE_ALL=1)"; fi; \
+	    echo "installing $(strip $(DEBS_NEEDED)) (needed by the SSH and browser tests)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS_NEEDED) >/dev/null; \
+	  else echo "missing $(DEBS_NEEDED) and not root: those tests skip (or fail with REQUIRE_ALL=1)"; fi; \
 	fi
 
 demo: $(STAMP)
 	$(BIN)/dflash-doctor demo
 
-test: $(STAMP) sshd
+test: $(STAMP) system-deps
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
