@@ -40,9 +40,12 @@ from tools.transport.readonly import ReadOnlyTransport, probe_bundle
 
 log = structlog.get_logger(__name__)
 
-# Seconds kept back from a target's time limit for what follows the sweep (the rules, the
-# transcript) and for the client's grace beyond the remote ``timeout`` (see Target).
+# Kept back from a target's time limit for what follows the sweep (the rules, the
+# transcript): at most this many seconds, at most this share of the limit. A sweep that
+# still overruns (the client waits a grace beyond the remote ``timeout``, see Target) is
+# stopped by the fleet's hard deadline.
 _AFTER_SWEEP = 15.0
+_AFTER_SWEEP_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,12 @@ class Cancel:
         self._lock = threading.Lock()
         self._transport: Transport | None = None
         self.cancelled = False
+        self.session: Session | None = None  # so a timed-out result can name its session
 
-    def attach(self, transport: Transport) -> None:
+    def attach(self, transport: Transport, session: Session | None = None) -> None:
         with self._lock:
             self._transport = transport
+            self.session = session
             cancelled = self.cancelled
         if cancelled:
             transport.close()
@@ -121,9 +126,10 @@ def check_target(
         bound = bound.bind(session=session.id)
         guard = _guarded(session, target)
         if cancel is not None:
-            cancel.attach(guard)
+            cancel.attach(guard, session)
+        reserve = min(_AFTER_SWEEP, (deadline - started) * _AFTER_SWEEP_SHARE)
         gatherer = SweepGatherer(
-            guard, target.spec, session.ledger, run_sweep=_deadline_sweep(deadline)
+            guard, target.spec, session.ledger, run_sweep=_deadline_sweep(deadline - reserve)
         )
         doctor = Doctor(
             ledger=session.ledger,
@@ -163,8 +169,10 @@ def _guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
 
 
 def _deadline_sweep(deadline: float) -> Any:
+    """``sweep`` with a timeout that ends by ``deadline`` (``time.monotonic()``)."""
+
     def run(transport: Transport, spec: SweepSpec, only: Iterable[str] | None = None) -> Any:
-        left = deadline - time.monotonic() - _AFTER_SWEEP
+        left = deadline - time.monotonic()
         if left < 1:
             raise CommandTimeout("no time left in the target's time limit for the sweep")
         budget = build_plan(spec, only).budget()

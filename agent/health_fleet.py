@@ -81,6 +81,12 @@ def _expire(
         target = targets[index]
         log.warning("health_time_limit", target=target.label, limit=limit)
         cancel()
+        session = cancel.session
         results[index] = not_checked(
-            target, started_at, limit, f"time limit of {limit:g}s per target exceeded"
+            target,
+            started_at,
+            limit,
+            f"time limit of {limit:g}s per target exceeded",
+            session=session.id if session else None,
+            transcript=str(session.transcript_path) if session else None,
         )

@@ -62,7 +62,9 @@ def write(run: HealthRun, formats: Sequence[Format], out: Path) -> list[Path]:
         for t in run.targets:
             if any(p.tokens_per_s is not None for p in t.trend):
                 name = trend_name(t.target)
-                write_atomic(out / name, svg(t.trend, f"{t.target} tokens/s"))
+                base = t.metrics.get("baseline_tokens_per_s")
+                chart = svg(t.trend, f"{t.target} tokens/s", base.value if base else None)
+                write_atomic(out / name, chart)
                 trend_files[t.target] = name
                 written.append(out / name)
     for fmt in formats:

@@ -36,11 +36,12 @@ def sparkline(values: Sequence[float | None]) -> str:
 _W, _H, _PAD = 480, 120, 28
 
 
-def svg(points: Sequence[TrendPoint], title: str) -> str:
-    """A line chart of tokens/s per run: gaps break the line, the latest point is marked."""
+def svg(points: Sequence[TrendPoint], title: str, baseline: float | None = None) -> str:
+    """A line chart of tokens/s per run: gaps break the line, each point is coloured by
+    the run's status, and the baseline's tokens/s (when known) is a dashed line."""
     values = [p.tokens_per_s for p in points]
     known = [v for v in values if v is not None]
-    high = max(known) if known else 1.0
+    high = max([*known, baseline or 0.0]) if known or baseline else 1.0
     high = high if high > 0 else 1.0
     step = (_W - 2 * _PAD) / max(len(points) - 1, 1)
 
@@ -68,6 +69,13 @@ def svg(points: Sequence[TrendPoint], title: str) -> str:
         marks.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}">'
             f"<title>{escape(label)}</title></circle>"
+        )
+    if baseline is not None:
+        _, y = xy(0, baseline)
+        lines.insert(
+            0,
+            f'<line x1="{_PAD}" y1="{y:.1f}" x2="{_W - _PAD}" y2="{y:.1f}" stroke="#718096" '
+            f'stroke-dasharray="4 3"><title>baseline: {baseline:,.0f} tok/s</title></line>',
         )
     last = next((v for v in reversed(values) if v is not None), None)
     caption = f"{title}: {last:,.0f} tok/s (latest of {len(points)} runs)" if last else title

@@ -1,0 +1,264 @@
+"""Health checks without the reference trainer: the exit-code rule, the fleet scheduler
+(bounded concurrency, hard time limits), target and baseline resolution, and that a
+health check is wired with no fix path and a read-only transport."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from agent import health_check, runner
+from agent.cli import main
+from agent.facts import Fact, Ledger
+from agent.gather import SweepGatherer
+from agent.graph import build_graph
+from agent.health import plan_targets, run_health
+from agent.health_check import Cancel, HealthTarget, check_target, not_checked
+from agent.health_fleet import run_fleet
+from agent.health_model import TargetResult, exit_code
+from agent.rules import default_rules
+from agent.runner import baseline_store
+from tests.test_cli import cli
+from tools.bundle import SweepSpec
+from tools.errors import ConfigError, UsageError
+from tools.transport import LocalTransport, SSHOptions
+from tools.transport.readonly import ReadOnlyTransport
+
+NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+
+
+def target(label: str = "a", baseline: str = "good") -> HealthTarget:
+    return HealthTarget(label=label, uri="local", spec=SweepSpec(), baseline=baseline)
+
+
+def result(label: str, status: str) -> TargetResult:
+    return TargetResult.model_validate(
+        {
+            "target": label,
+            "uri": "local",
+            "baseline": "good",
+            "status": status,
+            "started_at": NOW,
+            "duration_s": 1.0,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"),
+    [
+        (["healthy", "healthy"], 0),
+        (["healthy", "regressed"], 1),
+        (["healthy", "could_not_check"], 2),
+        (["regressed", "could_not_check"], 1),  # a regression outranks "could not check"
+        ([], 2),
+    ],
+)
+def test_exit_code_and_its_precedence(statuses: list[str], code: int) -> None:
+    got, why = exit_code([result(f"t{i}", s) for i, s in enumerate(statuses)])
+    assert got == code
+    if "could_not_check" in statuses:
+        assert "could not check" in why
+
+
+def test_fleet_keeps_order_and_bounds_concurrency() -> None:
+    """Six targets, two at a time: never more than two checks run at once, and results
+    come back in the order the targets were given."""
+    lock = threading.Lock()
+    running, peak = 0, 0
+
+    def check(t: HealthTarget, deadline: float, cancel: Cancel) -> TargetResult:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        time.sleep(0.05 * (6 - int(t.label)))  # finish out of order
+        with lock:
+            running -= 1
+        return result(t.label, "healthy")
+
+    results = run_fleet([target(str(i)) for i in range(6)], check, jobs=2, limit=10)
+    assert [r.target for r in results] == [str(i) for i in range(6)]
+    assert peak == 2
+
+
+def test_a_hung_target_is_could_not_check_at_its_limit_and_the_rest_go_on() -> None:
+    """A check that never returns is declared not checked when its limit is up, its
+    transport is closed (cancel), its slot goes to the next target, and what it returns
+    late is ignored."""
+    release = threading.Event()
+    cancelled = threading.Event()
+
+    def check(t: HealthTarget, deadline: float, cancel: Cancel) -> TargetResult:
+        if t.label == "hung":
+
+            class Closer:
+                name = "stub"
+
+                def close(self) -> None:
+                    cancelled.set()
+
+            cancel.attach(Closer())  # type: ignore[arg-type]
+            release.wait(20)
+            return result(t.label, "healthy")  # too late: must be ignored
+        return result(t.label, "healthy")
+
+    started = time.monotonic()
+    results = run_fleet([target("hung"), target("b"), target("c")], check, jobs=1, limit=0.5)
+    elapsed = time.monotonic() - started
+    release.set()
+    assert elapsed < 3, elapsed
+    assert cancelled.is_set()
+    assert [r.status for r in results] == ["could_not_check", "healthy", "healthy"]
+    assert results[0].reason == "time limit of 0.5s per target exceeded"
+    assert {c.status for c in results[0].checks[1:]} == {"skipped"}
+
+
+def test_not_checked_has_one_case_per_family() -> None:
+    r = not_checked(target(), NOW, 1.0, "ConnectError: refused")
+    assert [c.name for c in r.checks] == ["sweep", *(rule.kind for rule in default_rules())]
+    assert r.checks[0].status == "error" and r.checks[0].message == "ConnectError: refused"
+
+
+def write_profile(path: Path) -> Path:
+    path.write_text(
+        '[targets.gpu-a]\nuri = "local"\nworkspace = "/w/a"\n'
+        '[targets.gpu-b]\nuri = "ssh://root@gpu-b/pct:200"\nworkspace = "/w/b"\n'
+    )
+    return path
+
+
+def test_all_targets_with_one_baseline_and_an_override(tmp_path: Path) -> None:
+    config = str(write_profile(tmp_path / "doctor.toml"))
+    planned = plan_targets(
+        all_targets=True, baselines=["good", "gpu-b=good-b"], config=config, interpreter="py3"
+    )
+    assert [(t.label, t.uri, t.baseline) for t in planned] == [
+        ("gpu-a", "local", "good"),
+        ("gpu-b", "ssh://root@gpu-b/pct:200", "good-b"),
+    ]
+    assert planned[1].spec.workspace == "/w/b" and planned[1].spec.interpreter == "py3"
+
+
+def test_uri_targets_take_workspace_and_are_labelled_by_uri() -> None:
+    planned = plan_targets(
+        ["local", "ssh://root@h:2222/pct:200"], baselines=["good"], workspace="/ws"
+    )
+    assert [t.label for t in planned] == ["local", "ssh://root@h:2222/pct:200"]
+    assert all(t.spec.train_log == "/ws/checkpoints/train_log.jsonl" for t in planned)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"targets": ["local"], "all_targets": True, "baselines": ["g"]}, "not both"),
+        ({"targets": ["local", "local"], "baselines": ["g"]}, "more than once"),
+        ({"targets": ["local"], "baselines": ["other=g"]}, "unknown target(s): other"),
+        ({"targets": ["local"], "baselines": ["local=g"]}, None),
+        ({"targets": ["local", "ssh://h"], "baselines": ["local=g"]}, "no baseline for"),
+        ({"targets": ["local"], "baselines": ["a", "b"]}, "two default baselines"),
+    ],
+)
+def test_target_and_baseline_mistakes_stop_the_run(
+    kwargs: dict[str, Any], message: str | None
+) -> None:
+    if message is None:
+        assert plan_targets(**kwargs)[0].baseline == "g"
+        return
+    with pytest.raises(UsageError, match=re.escape(message)):
+        plan_targets(**kwargs)
+
+
+def test_unknown_profile_name_stops_the_run(tmp_path: Path) -> None:
+    config = str(write_profile(tmp_path / "doctor.toml"))
+    with pytest.raises(ConfigError, match="no target 'gpu-z'"):
+        plan_targets(["gpu-z"], baselines=["good"], config=config)
+
+
+def test_health_graph_has_no_fix_path() -> None:
+    nodes = set(build_graph(default_rules(), fixes=False).get_graph().nodes)
+    assert not nodes & {"plan_fix", "approve", "apply", "confirm"}
+    assert {"gather", "diff_baseline", "verify", "report"} <= nodes
+
+
+def test_a_health_check_holds_only_a_read_only_transport_and_no_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What check_target hands the graph: fixes=False, no playbooks, an approver that says
+    no, and a gatherer whose transport is the read-only guard with one command allowed."""
+    spec = SweepSpec(interpreter=sys.executable, torch_import=False)
+    baseline_store().save("quick", "local", gather_local_spec(spec))
+    seen: dict[str, Any] = {}
+    real = runner.run_session
+
+    def spy(session: Any, doctor: Any, **kwargs: Any) -> Any:
+        seen.update(doctor=doctor, **kwargs)
+        return real(session, doctor, **kwargs)
+
+    monkeypatch.setattr(health_check, "run_session", spy)
+    t = HealthTarget(label="local", uri="local", spec=spec, baseline="quick")
+    r = check_target(t, ssh=SSHOptions(), deadline=time.monotonic() + 120)
+    assert seen["fixes"] is False
+    doctor = seen["doctor"]
+    assert doctor.playbooks == {} and doctor.approver == "never"
+    guard = doctor.gather.transport
+    assert isinstance(guard, ReadOnlyTransport)
+    assert [c.argv for c in guard.allowed] == [(sys.executable, "-")]
+    assert r.status != "regressed", r
+    assert r.session is not None and r.checks[0].status == "passed"
+
+
+def gather_local_spec(spec: SweepSpec) -> list[Fact]:
+    return SweepGatherer(LocalTransport(), spec, Ledger())(None)
+
+
+def test_missing_baseline_is_could_not_check_for_that_target_only() -> None:
+    """A target whose baseline was never taken is not checked (exit 2), and says why."""
+    run = run_health([target("a", baseline="never-taken")], ssh=SSHOptions(), limit=30)
+    assert run.exit_code == 2
+    assert run.targets[0].status == "could_not_check"
+    assert "no baseline named 'never-taken'" in run.targets[0].reason
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--format", "json", "--format", "md"], "2 formats need --out DIR"),
+        (["--format", "xml"], "unknown --format 'xml'"),
+        ([], "--baseline is required"),
+        (["-b", "g", "--jobs", "0"], "--jobs must be at least 1"),
+    ],
+)
+def test_cli_usage_errors_exit_2_on_one_line(
+    args: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """In-process through the console script's entry point (``main``), which maps errors
+    to exit codes: nothing runs, one line on stderr, exit 2."""
+    monkeypatch.setattr(sys, "argv", ["dflash-doctor", "health", "--target", "local", *args])
+    saved = structlog.get_config()  # main() configures logging onto capsys's stderr
+    try:
+        with pytest.raises(SystemExit) as info:
+            main()
+    finally:
+        structlog.configure(**saved)
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dflash-doctor: error: "), lines
+    assert message in lines[0]
+
+
+def test_cli_registers_health() -> None:
+    done = cli("health", "--help")
+    assert done.returncode == 0
+    assert b"--baseline" in done.stdout and b"--target-timeout" in done.stdout
