@@ -8,8 +8,10 @@ one JSON line per device and step, sorted keys: timestamp, device, role, step, l
 tokens_per_s, seq_len, and draft_acc for drafters). Each contender runs as its own
 process under GNU time (wall seconds, peak RSS), alternating, ``runs`` times:
 
-- ``parser``: tools.parsers.trainlog.summarize — the whole summary (per-device series,
-  restarts, gaps, windowed medians, malformed-line accounting);
+- ``parser``: tools.parsers.trainlog.summarize in one process — the whole summary
+  (per-device series, restarts, gaps, windowed medians, malformed-line accounting);
+- ``parser_2_workers``: the same, the log read in two forked pieces and merged (what
+  the probe does by itself on a host with idle CPUs);
 - ``pandas``: read_json(lines=True) then the per-(role, device) medians and step range;
 - ``jq_summary``: the same per-(role, device) summary in jq (``-s`` slurps the file);
 - ``jq_extract``: jq's floor — only pulling two fields per line out, no summary at all.
@@ -35,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PARSER = (
     "import io, sys; from tools.parsers import trainlog\n"
-    "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize(f)\n"
+    "w = int(sys.argv[2]) if len(sys.argv) > 2 else None\n"
+    "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize(f, workers=w)\n"
     "print(s['records'], len(s['groups']))"
 )
 PANDAS = (
@@ -109,7 +112,8 @@ def main() -> None:
         log = Path(tmp) / "train_log.jsonl"
         write_log(log, args.lines)
         contenders = {
-            "parser": [sys.executable, "-c", PARSER, str(log)],
+            "parser": [sys.executable, "-c", PARSER, str(log), "1"],
+            "parser_2_workers": [sys.executable, "-c", PARSER, str(log), "2"],
             "pandas": [sys.executable, "-c", PANDAS, str(log)],
         }
         if jq:
