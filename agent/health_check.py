@@ -124,7 +124,7 @@ def check_target(
             )
         )
         bound = bound.bind(session=session.id)
-        guard = _guarded(session, target)
+        guard = guarded(session, target)
         if cancel is not None:
             cancel.attach(guard, session)
         reserve = min(_AFTER_SWEEP, (deadline - started) * _AFTER_SWEEP_SHARE)
@@ -159,7 +159,10 @@ def check_target(
     return result
 
 
-def _guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
+def guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
+    """The only transport a health check holds: ``target``'s probe bundle, recorded in
+    ``session``; a refused command is written to the transcript before it raises."""
+
     def refused(argv: tuple[str, ...], stdin_digest: str) -> None:
         session.record({"type": "refused", "argv": list(argv), "stdin_digest": stdin_digest})
 

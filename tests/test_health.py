@@ -26,9 +26,11 @@ from agent.health_fleet import run_fleet
 from agent.health_model import TargetResult, exit_code
 from agent.rules import default_rules
 from agent.runner import baseline_store
+from agent.session import Session, SessionConfig
 from tests.test_cli import cli
 from tools.bundle import SweepSpec
-from tools.errors import ConfigError, UsageError
+from tools.errors import ConfigError, ReadOnlyViolation, UsageError
+from tools.transcript import read_transcript
 from tools.transport import LocalTransport, SSHOptions
 from tools.transport.readonly import ReadOnlyTransport
 
@@ -262,3 +264,23 @@ def test_cli_registers_health() -> None:
     done = cli("health", "--help")
     assert done.returncode == 0
     assert b"--baseline" in done.stdout and b"--target-timeout" in done.stdout
+
+
+def test_a_refused_command_is_written_to_the_transcript(tmp_path: Path) -> None:
+    """The guard a health check holds refuses an `rm` and the session's transcript keeps
+    the attempt (argv and stdin digest), so a bug that tried is on record."""
+    victim = tmp_path / "keep"
+    victim.write_text("x")
+    t = HealthTarget(label="local", uri="local", spec=SweepSpec(), baseline="good")
+    session = Session.create(SessionConfig(command="health", target="local", mode="health"))
+    guard = health_check.guarded(session, t)
+    with pytest.raises(ReadOnlyViolation):
+        guard.run(["rm", "-f", str(victim)])
+    session.close()
+    assert victim.exists()
+    _header, events = read_transcript(session.transcript_path)
+    refused = [e for e in events if e["type"] == "refused"]
+    assert refused == [
+        {**refused[0], "type": "refused", "argv": ["rm", "-f", str(victim)], "stdin_digest": ""}
+    ]
+    assert not [e for e in events if e["type"] == "command"]
