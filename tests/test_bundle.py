@@ -193,8 +193,9 @@ def test_bundle_is_deterministic_stdlib_and_python38() -> None:
                 continue
             for name in names:
                 top = name.split(".")[0]
-                # typing_extensions and torch are optional and guarded where imported.
-                assert top in stdlib or top in ("__future__", "typing_extensions", "torch"), (
+                # typing_extensions, torch and orjson are optional, guarded where imported.
+                optional = ("__future__", "typing_extensions", "torch", "orjson")
+                assert top in stdlib or top in optional, (
                     path.name,
                     name,
                 )

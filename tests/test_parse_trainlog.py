@@ -273,3 +273,29 @@ def test_parallel_head_and_tail(tmp_path: Path) -> None:
     assert out["coverage"]["mode"] == "head+tail"
     assert out["steps"]["restarts"] == 0 and out["time"]["gaps"] == []
     assert out["steps"]["last"] == 29999 and out["records"] < 30000
+
+
+def test_orjson_and_stdlib_give_the_same_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """orjson, where the target has it, only speeds up the block parse: the summary is
+    the stdlib one (NaN, which orjson refuses, takes the line-by-line path)."""
+    content = "\n".join(train_log_lines(range(0, 500))) + '\n{"step": 3, "loss": NaN}\n'
+    p = tmp_path / "train_log.jsonl"
+    p.write_text(content)
+    with io.FileIO(str(p), "r") as f:
+        fast = trainlog.summarize(f, workers=1)
+    monkeypatch.setattr(trainlog, "_block_loads", json.loads)
+    monkeypatch.setattr(trainlog, "DECODER", "json")
+    with io.FileIO(str(p), "r") as f:
+        slow = trainlog.summarize(f, workers=1)
+    assert _without(fast, {"decoder"}) == _without(slow, {"decoder"})
+    assert slow["loss"]["nonfinite"] == 1
+
+
+def test_two_values_on_one_line_are_malformed(tmp_path: Path) -> None:
+    """A line holding two objects is one bad line, and later line numbers stay right."""
+    out = summarize(tmp_path, '{"step": 1}, {"step": 2}\n{"step": 3}\n[]\n')
+    assert out["malformed_by_reason"] == {"not_json": 1, "not_object": 1}
+    assert out["malformed_samples"][1]["line"] == 3
+    assert out["records"] == 1
