@@ -12,6 +12,8 @@ process under GNU time (wall seconds, peak RSS), alternating, ``runs`` times:
   (per-device series, restarts, gaps, windowed medians, malformed-line accounting);
 - ``parser_2_workers``: the same, the log read in two forked pieces and merged (what
   the probe does by itself on a host with idle CPUs);
+- ``parser_stdlib_json``: one process, orjson hidden: what a target without orjson
+  gets (the parser uses orjson for whole blocks when the interpreter has it);
 - ``pandas``: read_json(lines=True) then the per-(role, device) medians and step range;
 - ``jq_summary``: the same per-(role, device) summary in jq (``-s`` slurps the file);
 - ``jq_extract``: jq's floor — only pulling two fields per line out, no summary at all.
@@ -36,7 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 PARSER = (
-    "import io, sys; from tools.parsers import trainlog\n"
+    "import io, sys\n"
+    "if len(sys.argv) > 3: sys.modules['orjson'] = None  # stdlib json only\n"
+    "from tools.parsers import trainlog\n"
     "w = int(sys.argv[2]) if len(sys.argv) > 2 else None\n"
     "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize(f, workers=w)\n"
     "print(s['records'], len(s['groups']))"
@@ -114,6 +118,7 @@ def main() -> None:
         contenders = {
             "parser": [sys.executable, "-c", PARSER, str(log), "1"],
             "parser_2_workers": [sys.executable, "-c", PARSER, str(log), "2"],
+            "parser_stdlib_json": [sys.executable, "-c", PARSER, str(log), "1", "stdlib"],
             "pandas": [sys.executable, "-c", PANDAS, str(log)],
         }
         if jq:
