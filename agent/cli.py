@@ -14,6 +14,8 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from agent import __version__
+from agent.demo import run_demo
+from agent.facts import Ledger
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
 from agent.html_report import render_html
@@ -27,6 +29,7 @@ from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
 from agent.summaries import summarize
 from agent.targets import Resolved, resolve_target
+from playbooks.base import FixPlan
 from tools.bundle import PROBES
 from tools.errors import DoctorError, UsageError
 from tools.profile import write_template
@@ -442,11 +445,27 @@ def report(
         typer.echo(f"wrote {out}", err=True)
 
 
-@app.command(help="Show what the app does, on this machine.")
-def demo() -> None:
-    # Until the end-to-end demo (reference trainer, break, diagnose, fix) exists, the demo
-    # is the fact sweep of this machine, with this app's own interpreter as the target's.
-    facts(target="local", interpreter=sys.executable)
+@app.command(help="Run the reference trainer, break it as the incident did, diagnose, fix.")
+def demo(
+    ask: Annotated[bool, typer.Option("--ask", help="Ask before applying the fix.")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary workspace.")] = False,
+) -> None:
+    console = Console(stderr=True)
+
+    def prompt(plan: FixPlan) -> bool:
+        console.print(plan.diff)
+        return typer.confirm(f"apply {plan.playbook}?", default=False)
+
+    state, figures, session = run_demo(console, ask=prompt if ask else None, keep=keep)
+    ledger = Ledger(session.dir / "ledger.jsonl")
+    Console().print(Markdown(render_markdown(build_report(state, ledger, session.id))))
+    good = figures[0].tok_s
+    typer.echo(f"transcript: {session.transcript_path}")
+    for figure in figures:
+        ratio = ""
+        if figure.tok_s is not None and good and figure.label != "good":
+            ratio = f" = {figure.tok_s / good:.2f}× good"
+        typer.echo(f"{figure.text()}{ratio}")
 
 
 @app.command(help="Write a commented doctor.toml template.")

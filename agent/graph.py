@@ -29,8 +29,9 @@ from agent.state import DiagnosisState
 # unregistered types in strict mode and warns today).
 CHECKPOINT_TYPES = [
     ("agent.state", "DiagnosisState"),
-    ("agent.state", "FixPlan"),
-    ("agent.state", "FixOutcome"),
+    ("playbooks.base", "FixPlan"),
+    ("playbooks.base", "FixOutcome"),
+    ("playbooks.base", "FileChange"),
     ("agent.hypotheses", "Hypothesis"),
     ("agent.hypotheses", "Prediction"),
     ("agent.claims", "Claim"),
@@ -76,7 +77,7 @@ def build_graph(
         graph.add_node("apply", nodes.apply)
         graph.add_node("confirm", nodes.confirm)
         graph.add_conditional_edges("verify", nodes.route_after_verify, ["plan_fix", "report"])
-        graph.add_edge("plan_fix", "approve")
+        graph.add_conditional_edges("plan_fix", nodes.route_after_plan, ["approve", "report"])
         graph.add_conditional_edges("approve", nodes.route_after_approve, ["apply", "report"])
         graph.add_edge("apply", "confirm")
         graph.add_edge("confirm", "report")

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
 from agent.baseline import Baselines, Comparable, diff, import_snapshot
+from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
 from agent.facts import Fact, Ledger
 from agent.hypotheses import rank, verify
 from agent.rules.base import Evidence, Rule
@@ -160,6 +161,10 @@ def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     return {"plan": plan.model_copy(update={"digest": digest})}
 
 
+def route_after_plan(state: DiagnosisState) -> Literal["approve", "report"]:
+    return "report" if state.plan_only else "approve"
+
+
 def approve(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     assert state.plan is not None
     approver = runtime.context.approver
@@ -187,7 +192,51 @@ def apply(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     assert state.plan is not None and state.approved
     playbook = doctor.playbooks[state.plan.playbook]
     outcome = playbook.apply(state.plan, _evidence(state, doctor))
-    return {"outcome": outcome, "facts": outcome.facts}
+    if not outcome.observations:
+        return {"outcome": outcome}
+    # What the transaction saw after the restart is evidence like any other: a fact, and
+    # the verification as claims checked on it.
+    fact = doctor.ledger.append(
+        Fact(
+            probe=f"verify:{outcome.playbook}",
+            target=state.target,
+            value=dict(outcome.observations),
+        )
+    )
+    claims = verification_claims(fact)
+    verdicts = [check(c, doctor.ledger) for c in claims]
+    return {
+        "outcome": outcome.model_copy(update={"facts": [fact.id]}),
+        "facts": [fact.id],
+        "verification": verdicts,
+    }
+
+
+def verification_claims(fact: Fact) -> list[Claim]:
+    def ref(key: str, label: str) -> Ref:
+        return Ref(fact=fact.id, path=(key,), label=label)
+
+    value = fact.value if isinstance(fact.value, dict) else {}
+    ratio = value.get("min_ratio")
+    claims = [
+        Claim(
+            predicate=AtLeast(
+                a=ref("new_drafter_records", "drafter log lines after the fix"), value=1
+            )
+        ),
+        Claim(predicate=AtMost(a=ref("new_fx_errors", "FX-trace errors after the fix"), value=0)),
+    ]
+    if isinstance(ratio, int | float):
+        claims.append(
+            Claim(
+                predicate=RatioAtLeast(
+                    a=ref("drafter_tok_s", "drafter tokens/s after the fix"),
+                    b=ref("baseline_tok_s", "baseline drafter tokens/s"),
+                    ratio=float(ratio),
+                )
+            )
+        )
+    return claims
 
 
 def confirm(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:

@@ -92,8 +92,14 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         )
     if state.plan is not None:
         plan_lines = [Line(text=f"step: {s}", cites=[]) for s in state.plan.steps]
-        approval = "approved" if state.approved else "not approved"
-        plan_lines.append(Line(text=f"{approval} by {state.approved_by or 'nobody'}", cites=[]))
+        plan_lines += [
+            Line(text=f"diff of {c.path}:\n{c.diff}", cites=[]) for c in state.plan.changes
+        ]
+        if state.plan_only:
+            plan_lines.append(Line(text="plan only: nothing was written", cites=[]))
+        else:
+            approval = "approved" if state.approved else "not approved"
+            plan_lines.append(Line(text=f"{approval} by {state.approved_by or 'nobody'}", cites=[]))
         if state.outcome is not None:
             plan_lines.append(
                 Line(
@@ -101,13 +107,19 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                     cites=state.outcome.facts,
                 )
             )
+        plan_lines += [
+            Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+            for v in state.verification
+        ]
         sections.append(Section(title=f"fix: {state.plan.playbook}", lines=plan_lines))
     facts = [
         {
             "id": f.id,
             "baseline": f.id in state.baseline_facts and f.id not in state.facts,
-            "probe": f.probe,
-            "command": shlex.join(f.argv),
+            "probe": f.probe + (" (baseline)" if f.id in state.baseline_facts else ""),
+            "command": shlex.join(f.argv)
+            if f.argv
+            else f"(observed by {f.probe.split(':', 1)[-1]}; its commands are in the transcript)",
             "rc": f.rc,
             "error": f.error,
         }

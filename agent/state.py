@@ -10,7 +10,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from agent.baseline import DiffEntry
+from agent.claims import Verdict as ClaimVerdict
 from agent.hypotheses import Hypothesis
+from playbooks.base import FixOutcome, FixPlan
 
 
 def _union(left: list[str], right: list[str]) -> list[str]:
@@ -19,22 +21,9 @@ def _union(left: list[str], right: list[str]) -> list[str]:
 
 
 Mode = Literal["guided", "demo", "health", "replay"]
+
+__all__ = ["DiagnosisState", "FixOutcome", "FixPlan", "Mode", "Verdict"]
 Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence"]
-
-
-class FixPlan(BaseModel):
-    playbook: str
-    hypothesis: str  # the kind it answers
-    steps: list[str] = Field(default_factory=list)
-    diff: str = ""
-    digest: str = ""  # the approval is bound to this: plan + the facts it was made from
-
-
-class FixOutcome(BaseModel):
-    playbook: str
-    status: Literal["applied", "already_applied", "rolled_back", "aborted", "declined"]
-    detail: str = ""
-    facts: list[str] = Field(default_factory=list)
 
 
 class DiagnosisState(BaseModel):
@@ -62,3 +51,7 @@ class DiagnosisState(BaseModel):
     approved: bool | None = None
     approved_by: str = ""
     outcome: FixOutcome | None = None
+    plan_only: bool = False
+    """Stop after the plan: show what would change, write nothing."""
+    verification: list[ClaimVerdict] = Field(default_factory=list)
+    """The fix's verification, as claims checked on the facts observed after it."""

@@ -1,0 +1,54 @@
+"""The graph's side of the playbooks: turn a playbook into the ``nodes.Playbook`` the
+graph offers, with the baseline throughput it must reach taken from the cited diff."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent.rules.base import Evidence
+from playbooks import FixOutcome, FixPlan, Remote, TrainerSite, Transaction
+from playbooks.base import Playbook
+from tools.transport.base import Transport
+
+
+class PlaybookAdapter:
+    def __init__(
+        self,
+        playbook: Playbook,
+        site: TrainerSite,
+        transport: Transport,
+        *,
+        min_ratio: float = 0.9,
+        run_timeout: float = 600.0,
+    ) -> None:
+        self.playbook = playbook
+        self.name = playbook.name
+        self.requires = playbook.requires
+        self.site = site
+        self.remote = Remote(transport, interpreter=site.interpreter)
+        self.min_ratio = min_ratio
+        self.run_timeout = run_timeout
+
+    def _transaction(self, evidence: Evidence) -> Transaction:
+        speed = next((d for d in evidence.diff if d.key == "throughput.drafter"), None)
+        baseline = speed.baseline_value if speed is not None else None
+        return Transaction(
+            self.playbook,
+            self.site,
+            self.remote,
+            baseline_tok_s=float(baseline) if isinstance(baseline, int | float) else None,
+            min_ratio=self.min_ratio,
+            run_timeout=self.run_timeout,
+        )
+
+    def plan(self, evidence: Evidence) -> FixPlan:
+        return self._transaction(evidence).plan()
+
+    def apply(self, plan: FixPlan, evidence: Evidence) -> FixOutcome:
+        return self._transaction(evidence).apply(plan)
+
+
+def adapt(
+    playbooks: Sequence[Playbook], site: TrainerSite, transport: Transport, **kw: float
+) -> dict[str, PlaybookAdapter]:
+    return {p.name: PlaybookAdapter(p, site, transport, **kw) for p in playbooks}

@@ -1,0 +1,317 @@
+"""The playbook contract, and the transaction every fix runs as.
+
+A playbook declares the hypothesis kinds it requires (verified), how to read its
+preconditions, and how to turn the launch file into the fixed one. ``Transaction`` does
+the rest, the same way for every playbook:
+
+1. **plan** — what would change, as a unified diff; nothing is written;
+2. (the approval happens outside, bound to the plan's digest);
+3. **re-check** — the preconditions are read again; any drift aborts, saying what changed;
+4. **apply** — under a lock on the target, every file backed up first;
+5. **verify** — restart the trainer, wait for its fresh log lines, and require that the
+   error signature that justified the fix is gone from the new window and the drafter's
+   tokens/s is at least ``min_ratio`` × the baseline;
+6. **roll back** on any failure — files restored byte-identical (checked by sha256), the
+   trainer restarted as it was.
+
+Playbooks live beside ``tools/`` and use it to act; they return results and never call
+into the diagnosis graph (``agent/`` turns their observations into facts).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from playbooks.remote import ApplyError, Remote
+
+FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
+
+
+class FileChange(BaseModel):
+    path: str
+    before_sha256: str | None  # None: the file does not exist yet
+    after: str  # the new content (text files: launch scripts, hooks)
+    diff: str
+
+
+class FixPlan(BaseModel):
+    playbook: str
+    hypothesis: str
+    steps: list[str] = Field(default_factory=list)
+    changes: list[FileChange] = Field(default_factory=list)
+    preconditions: dict[str, str | None] = Field(default_factory=dict)
+    diff: str = ""
+    digest: str = ""  # the approval is bound to this: the plan and the facts it was made from
+
+
+class FixOutcome(BaseModel):
+    playbook: str
+    status: Literal["applied", "already_applied", "rolled_back", "aborted", "declined", "planned"]
+    detail: str = ""
+    facts: list[str] = Field(default_factory=list)
+    observations: dict[str, float | int | str | None] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrainerSite:
+    """Where a trainer lives on its target and how it is started."""
+
+    workspace: str
+    launch_file: str  # a shell script whose command line the playbooks edit
+    pid_file: str
+    train_log: str
+    stdout_log: str
+    interpreter: str = "python3"
+
+    @classmethod
+    def for_workspace(cls, workspace: str, interpreter: str = "python3") -> TrainerSite:
+        ws = workspace.rstrip("/")
+        return cls(
+            workspace=ws,
+            launch_file=f"{ws}/launch.sh",
+            pid_file=f"{ws}/train.pid",
+            train_log=f"{ws}/checkpoints/train_log.jsonl",
+            stdout_log=f"{ws}/checkpoints/train_stdout.log",
+            interpreter=interpreter,
+        )
+
+    @property
+    def state_dir(self) -> str:
+        return f"{self.workspace}/.dflash-doctor"
+
+
+class Playbook(Protocol):
+    name: str
+    requires: frozenset[str]
+    answers: str  # the hypothesis kind whose error signature must be gone afterwards
+
+    def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]: ...
+
+
+def unified(path: str, before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            f"{path} (now)",
+            f"{path} (after the fix)",
+        )
+    )
+
+
+@dataclass
+class Transaction:
+    playbook: Playbook
+    site: TrainerSite
+    remote: Remote
+    baseline_tok_s: float | None
+    min_ratio: float = 0.9
+    run_timeout: float = 600.0
+    clock: Callable[[], float] = time.time
+    events: list[str] = field(default_factory=list)
+
+    # -- 1. plan ------------------------------------------------------------------
+
+    def plan(self) -> FixPlan:
+        changes = self.playbook.changes(self.site, self.remote)
+        steps = [f"change {c.path}" for c in changes] + [
+            "restart the trainer from the launch file",
+            "wait for its fresh log lines",
+            f"require: no new {FX_ERROR!r} lines, drafter tokens/s ≥ {self.min_ratio:g} × baseline",
+            "roll back (restore files byte-identical, restart as before) if not",
+        ]
+        return FixPlan(
+            playbook=self.playbook.name,
+            hypothesis=self.playbook.answers,
+            steps=steps if changes else ["nothing to change: already applied"],
+            changes=changes,
+            preconditions=self._preconditions(changes),
+            diff="".join(c.diff for c in changes),
+        )
+
+    def _preconditions(self, changes: list[FileChange]) -> dict[str, str | None]:
+        found: dict[str, str | None] = {c.path: self.remote.sha256(c.path) for c in changes}
+        found[self.site.launch_file] = self.remote.sha256(self.site.launch_file)
+        return found
+
+    # -- 3..6 ---------------------------------------------------------------------
+
+    def apply(self, plan: FixPlan) -> FixOutcome:
+        if not plan.changes:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="already_applied",
+                detail="the launch file already carries this fix; nothing changed",
+            )
+        now = self._preconditions(plan.changes)
+        drifted = {
+            k: (plan.preconditions.get(k), v)
+            for k, v in now.items()
+            if plan.preconditions.get(k) != v
+        }
+        if drifted:
+            what = "; ".join(
+                f"{k}: sha256 {(a or 'absent')[:12]} → {(b or 'absent')[:12]}"
+                for k, (a, b) in drifted.items()
+            )
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail=f"the target changed since the plan was approved: {what}",
+            )
+        lock = f"{self.site.state_dir}/apply.lock"
+        owner = json.dumps({"playbook": plan.playbook, "since": self.clock()})
+        locked, holder = self.remote.lock(lock, owner)
+        if not locked:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail=f"another apply holds {lock}: {holder}",
+            )
+        try:
+            return self._apply_locked(plan)
+        finally:
+            self.remote.unlock(lock)
+
+    def _apply_locked(self, plan: FixPlan) -> FixOutcome:
+        try:
+            backups = self._backup(plan)
+        except ApplyError as exc:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail=f"could not back up before changing anything: {exc}",
+            )
+        was_running = self.remote.running_pid(self.site.pid_file)
+        observations: dict[str, float | int | str | None] = {}
+        try:
+            for change in plan.changes:
+                self.remote.write(change.path, change.after.encode())
+            observations = self._restart_and_observe(was_running)
+            ok, why = self._verdict(observations)
+        except ApplyError as exc:
+            ok, why = False, str(exc)
+        if ok:
+            return FixOutcome(
+                playbook=plan.playbook, status="applied", detail=why, observations=observations
+            )
+        restored = self._rollback(backups, was_running)
+        return FixOutcome(
+            playbook=plan.playbook,
+            status="rolled_back",
+            detail=f"{why}; {restored}",
+            observations=observations,
+        )
+
+    def _backup(self, plan: FixPlan) -> dict[str, bytes | None]:
+        backups: dict[str, bytes | None] = {}
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
+        for change in plan.changes:
+            if change.before_sha256 is None:
+                backups[change.path] = None
+                continue
+            data = self.remote.read(change.path)
+            name = change.path.replace("/", "_")
+            self.remote.write(f"{self.site.state_dir}/backups/{stamp}/{name}", data)
+            backups[change.path] = data
+        return backups
+
+    def _restart_and_observe(self, was_running: int | None) -> dict[str, float | int | str | None]:
+        if was_running is not None:
+            self.remote.stop(was_running)
+        log_offset = self.remote.size(self.site.stdout_log)
+        train_offset = self.remote.size(self.site.train_log)
+        started = self.clock()
+        pid = self.remote.start(
+            ["sh", self.site.launch_file],
+            cwd=self.site.workspace,
+            log=f"{self.site.state_dir}/launch.log",
+        )
+        finished = self.remote.wait(pid, self.run_timeout)
+        if not finished:
+            self.remote.stop(pid)
+        new_log = self.remote.read_from(self.site.stdout_log, log_offset).decode(errors="replace")
+        new_records = self.remote.read_from(self.site.train_log, train_offset).decode(
+            errors="replace"
+        )
+        speeds = []
+        for line in new_records.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("role") == "drafter" and isinstance(
+                record.get("tokens_per_s"), int | float
+            ):
+                speeds.append(float(record["tokens_per_s"]))
+        # Every drafter line counts, the first (start-up compiles) included: the baseline
+        # it is compared with (the train-log probe's median) counts its first line too.
+        steady = speeds
+        return {
+            "restarted_at": started,
+            "new_log_lines": len(new_log.splitlines()),
+            "new_fx_errors": new_log.count(FX_ERROR),
+            "new_drafter_records": len(speeds),
+            "drafter_tok_s": statistics.median(steady) if steady else None,
+            "baseline_tok_s": self.baseline_tok_s,
+            "min_ratio": self.min_ratio,
+            "run_finished": int(finished),
+        }
+
+    def _verdict(self, obs: dict[str, float | int | str | None]) -> tuple[bool, str]:
+        if not obs.get("new_drafter_records"):
+            return False, "no fresh drafter log lines after the restart"
+        if obs.get("new_fx_errors"):
+            return False, f"the FX-trace error came back {obs['new_fx_errors']} time(s)"
+        speed = obs.get("drafter_tok_s")
+        if self.baseline_tok_s is None or not isinstance(speed, int | float):
+            return False, "no baseline tokens/s to verify against"
+        ratio = speed / self.baseline_tok_s
+        if ratio < self.min_ratio:
+            return False, (
+                f"drafter tokens/s {speed:,.0f} is {ratio:.2f}× the baseline "
+                f"{self.baseline_tok_s:,.0f} (< {self.min_ratio:g}×)"
+            )
+        return True, (
+            f"no FX-trace error in {obs['new_log_lines']} new log lines; drafter "
+            f"tokens/s {speed:,.0f} = {ratio:.2f}× the baseline {self.baseline_tok_s:,.0f}"
+        )
+
+    def _rollback(self, backups: dict[str, bytes | None], was_running: int | None) -> str:
+        current = self.remote.running_pid(self.site.pid_file)
+        if current is not None:
+            self.remote.stop(current)
+        restored = []
+        for path, data in backups.items():
+            if data is None:
+                continue  # a file the fix created: leave nothing of it behind
+            sha = self.remote.write(path, data)
+            if sha != hashlib.sha256(data).hexdigest():
+                raise ApplyError(
+                    f"rollback of {path} did not restore its bytes (sha256 {sha[:12]})"
+                )
+            restored.append(path)
+        for path, data in backups.items():
+            if data is None and self.remote.sha256(path) is not None:
+                self.remote.write(path, b"")  # emptied: the launch file no longer names it
+        if was_running is not None:
+            self.remote.start(
+                ["sh", self.site.launch_file],
+                cwd=self.site.workspace,
+                log=f"{self.site.state_dir}/launch.log",
+            )
+        return (
+            "rolled back: restored "
+            + ", ".join(restored)
+            + " byte-identical"
+            + ("; trainer restarted as before" if was_running is not None else "")
+        )
