@@ -8,12 +8,16 @@ Every run is a fresh ``python -m examples.dflash_trainer train`` process in a fr
 of a prepared workspace. Two numbers per run, both drafter tokens (what the incident's
 Ktok/s counted):
 
-* steady: the median of the drafter's logged per-interval tokens/s (train_log.jsonl),
-  i.e. what the log shows once the run is going;
+* steady: the median of the drafter's logged per-interval tokens/s (train_log.jsonl)
+  over the second half of the steps, i.e. what the log shows once every shape has been
+  met (every length occurs in the first epoch, well before half-way);
 * end-to-end: all drafter tokens / the process's wall time (torch import, compiles and
   warm-up included).
 
-Each scenario's value is the median over ``--reps`` runs; ratios are against ``good``.
+Each scenario's value is the median over ``--reps`` runs, interleaved with the other
+scenarios so that drift in machine load hits all alike; ratios are against ``good``. The
+1-minute load average at each run's start is recorded: on a shared machine it is the
+first thing to read next to a number.
 Prints a Markdown table (with the exact commands) and writes the raw runs as JSON.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -36,6 +41,7 @@ from examples.dflash_trainer import dataset  # noqa: E402
 
 TRAIN = [sys.executable, "-m", "examples.dflash_trainer"]
 RACE = ["--emulate-torch211-race"]
+KEEP_LOGS: Path | None = None  # --keep-logs: where failed runs' stdout logs are copied
 CHURN_LENGTHS = "32,48,80,96,112,144,160"  # 9 lengths with 64,128: past the limit of 8
 
 
@@ -79,6 +85,7 @@ class Result:
     tokens: int
     steady: float | None
     end_to_end: float | None
+    load: float
     errors: list[str] = field(default_factory=list)
 
 
@@ -138,6 +145,7 @@ def run_once(
         shutil.rmtree(ws / "compile_cache")
     argv = [*TRAIN, "train", "--workspace", str(ws), "--steps", str(steps), "--log-every", "10"]
     argv += seed
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     proc = sh(*argv, *s.flags)
     wall = time.perf_counter() - start
@@ -146,13 +154,18 @@ def run_once(
     drafter = [r for r in records if r["role"] == "drafter"]
     tokens = sum(r["tokens"] for r in drafter)
     stdout_log = (ws / "checkpoints" / "train_stdout.log").read_text()
+    if KEEP_LOGS is not None and proc.returncode != 0:
+        name = "".join(c if c.isalnum() else "_" for c in s.name)
+        (KEEP_LOGS / f"{name}-{rep}.log").write_text(stdout_log)
     errors = sorted({ln.split("] ", 1)[-1][:120] for ln in stdout_log.splitlines()
                      if "Error:" in ln or "recompile_limit" in ln})  # fmt: skip
     return Result(
         scenario=s.name, rc=proc.returncode, wall_s=round(wall, 1),
         steps=drafter[-1]["step"] if drafter else 0, tokens=tokens,
-        steady=statistics.median(r["tokens_per_s"] for r in drafter) if drafter else None,
-        end_to_end=round(tokens / wall, 1) if proc.returncode == 0 else None, errors=errors,
+        steady=statistics.median(late) if (late := [r["tokens_per_s"] for r in drafter
+                                                   if r["step"] > steps // 2]) else None,
+        end_to_end=round(tokens / wall, 1) if proc.returncode == 0 else None,
+        load=round(load, 2), errors=errors,
     )  # fmt: skip
 
 
@@ -166,11 +179,12 @@ def table(results: dict[str, list[Result]], steps: int, reps: int, seed: list[st
     g_steady = median([r.steady for r in good])
     g_e2e = median([r.end_to_end for r in good])
     lines = [
-        f"Median of {reps} runs, {steps} steps each; tokens/s are drafter tokens.",
+        f"Median of {reps} runs, {steps} steps each; tokens/s are drafter tokens; "
+        f"load = median 1-min load average at run start (2 cores).",
         "",
         "| scenario | exit codes | steps reached | steady tok/s | ÷ good "
-        "| end-to-end tok/s | ÷ good | seen in train_stdout.log |",
-        "|---|---|---|---|---|---|---|---|",
+        "| end-to-end tok/s | ÷ good | load | seen in train_stdout.log |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for s in SCENARIOS:
         runs = results.get(s.name)
@@ -183,6 +197,7 @@ def table(results: dict[str, list[Result]], steps: int, reps: int, seed: list[st
             f"| {s.name} | {','.join(str(r.rc) for r in runs)} | "
             f"{','.join(str(r.steps) for r in runs)} | {steady if steady else '—'} | "
             f"{ratio(steady, g_steady)} | {e2e if e2e else '—'} | {ratio(e2e, g_e2e)} | "
+            f"{statistics.median(r.load for r in runs):.1f} | "
             f"{'; '.join(errs)[:200] or '—'} |"
         )
     lines += ["", "Commands (WS is a fresh copy of the prepared workspace for each run):", ""]
@@ -203,7 +218,12 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--only", default="", help="comma-separated scenario name prefixes")
     p.add_argument("--json", type=Path, default=None, help="write raw results here")
+    p.add_argument("--keep-logs", type=Path, default=None, help="copy failed runs' logs here")
     args = p.parse_args()
+    global KEEP_LOGS
+    KEEP_LOGS = args.keep_logs
+    if KEEP_LOGS is not None:
+        KEEP_LOGS.mkdir(parents=True, exist_ok=True)
     chosen = [s for s in SCENARIOS if not args.only
               or any(s.name.startswith(x) for x in args.only.split(","))]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="dflash-bench-") as tmp:
