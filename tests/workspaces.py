@@ -36,8 +36,12 @@ def train(ws: Path, *flags: str) -> subprocess.CompletedProcess[str]:
 
 
 def clone(src: Path, dest: Path) -> Path:
-    """A copy of a workspace, its compile cache included (mtimes kept)."""
+    """A copy of a workspace, its compile cache included (mtimes kept). Its launcher is
+    written anew: `init` bakes the workspace's path into it, and a copy must not train
+    the original."""
     shutil.copytree(src, dest, symlinks=True)
+    if (dest / "train_dflash.py").exists():
+        assert trainer("init", "--workspace", dest).returncode == 0
     return dest
 
 
