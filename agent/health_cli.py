@@ -113,7 +113,6 @@ def health(
         retries=retries,
     )
     run = run_health(targets, ssh=ssh, jobs=jobs, limit=target_timeout, trend=trend)
-    structlog.contextvars.bind_contextvars(health_run=run.run)
     if out is None:
         sys.stdout.write(render(run, formats[0]))
         sys.stdout.flush()

@@ -27,7 +27,6 @@ from agent.health_model import TargetResult, exit_code
 from agent.rules import default_rules
 from agent.runner import baseline_store
 from agent.session import Session, SessionConfig
-from tests.test_cli import cli
 from tools.bundle import SweepSpec
 from tools.errors import ConfigError, ReadOnlyViolation, UsageError
 from tools.transcript import read_transcript
@@ -258,12 +257,6 @@ def test_cli_usage_errors_exit_2_on_one_line(
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("dflash-doctor: error: "), lines
     assert message in lines[0]
-
-
-def test_cli_registers_health() -> None:
-    done = cli("health", "--help")
-    assert done.returncode == 0
-    assert b"--baseline" in done.stdout and b"--target-timeout" in done.stdout
 
 
 def test_a_refused_command_is_written_to_the_transcript(tmp_path: Path) -> None:

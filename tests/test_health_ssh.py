@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ import pytest
 
 import agent
 from agent import health_junit
+from agent.facts import Fact
 from agent.runner import baseline_store
 from tests.conftest import need
 from tests.sshd import SSHServer, free_port
@@ -80,16 +83,70 @@ def only_the_bundle_ran(target: dict[str, Any]) -> None:
     assert not [e for e in events if e["type"] in ("plan", "approval", "apply", "refused")]
 
 
+@dataclass(frozen=True)
+class Fleet:
+    """Copies of the good workspace, each with the facts of its good state; all but
+    ``healthy`` then damaged by the trainer's own `break` command. Health checks only
+    read, so the tests of this module share them."""
+
+    workspaces: dict[str, Path]
+    good_facts: dict[str, list[Fact]]
+
+    def install_baselines(self) -> None:
+        for name, facts in self.good_facts.items():
+            baseline_store().save(f"good-{name}", "local", facts)
+
+
+# name -> (the trainer's `break` damage, the family it must verify, a sentence it cites)
+DAMAGE = {
+    "script": ("script", "script_changed", "md5 of {ws}/train_dflash.py (now)"),
+    "truncated": (
+        "truncate-checkpoint",
+        "checkpoint_integrity",
+        "checkpoint files with problems = 1",
+    ),
+    "cache": (
+        "compile-cache",
+        "compile_cache_cold",
+        "extra compile cache {ws}/compile_cache: exists = False",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Fleet:
+    root = tmp_path_factory.mktemp("fleet")
+    workspaces = {name: clone(good_workspace, root / name) for name in ["healthy", *DAMAGE]}
+    with ThreadPoolExecutor(len(workspaces)) as pool:  # one bundle per copy, side by side
+        facts = dict(zip(workspaces, pool.map(gather_local, workspaces.values()), strict=True))
+    for name, (damage, _family, _sentence) in DAMAGE.items():
+        assert trainer("break", damage, "--workspace", workspaces[name]).returncode == 0
+    return Fleet(workspaces, facts)
+
+
+def profile(path: Path, targets: dict[str, tuple[str, Path]]) -> Path:
+    lines = []
+    for name, (uri, ws) in targets.items():
+        lines += [
+            f"[targets.{name}]",
+            f'uri = "{uri}"',
+            f'workspace = "{ws}"',
+            f'interpreter = "{sys.executable}"',
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 @pytest.mark.torch
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_healthy_target_exits_0(
-    good_workspace: Path, tmp_path: Path, sshd_server: SSHServer
-) -> None:
-    ws = clone(good_workspace, tmp_path / "ws")
-    baseline_store().save("good", "local", gather_local(ws))
+def test_healthy_target_exits_0(fleet: Fleet, sshd_server: SSHServer) -> None:
+    fleet.install_baselines()
     uri = f"{sshd_server.uri}/pct:200"
-    rc, doc, _ = health("--target", uri, "-b", "good", *workspace_args(ws), *ssh_args(sshd_server))
+    ws = fleet.workspaces["healthy"]
+    rc, doc, _ = health(
+        "--target", uri, "-b", "good-healthy", *workspace_args(ws), *ssh_args(sshd_server)
+    )
     assert rc == 0, doc["exit_reason"]
     (target,) = doc["targets"]
     assert target["status"] == "healthy" and target["target"] == uri
@@ -99,45 +156,79 @@ def test_healthy_target_exits_0(
     only_the_bundle_ran(target)
 
 
-FAMILIES = [
-    ("script", "script_changed", "md5 of {ws}/train_dflash.py (now)"),
-    ("truncate-checkpoint", "checkpoint_integrity", "checkpoint files with problems = 1"),
-    (
-        "compile-cache",
-        "compile_cache_cold",
-        "extra compile cache {ws}/compile_cache: exists = False",
-    ),
-]
-
-
 @pytest.mark.torch
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(("damage", "family", "sentence"), FAMILIES, ids=[f[0] for f in FAMILIES])
-def test_each_regression_family_exits_1_with_its_cited_verdict(
-    good_workspace: Path,
-    tmp_path: Path,
-    sshd_server: SSHServer,
-    damage: str,
-    family: str,
-    sentence: str,
+def test_mixed_fleet_each_family_regressed_one_down_one_healthy(
+    fleet: Fleet, sshd_server: SSHServer, tmp_path: Path
 ) -> None:
-    ws = clone(good_workspace, tmp_path / "ws")
-    baseline_store().save("good", "local", gather_local(ws))
-    assert trainer("break", damage, "--workspace", ws).returncode == 0
-    rc, doc, _ = health(
-        "--target", sshd_server.uri, "-b", "good", *workspace_args(ws), *ssh_args(sshd_server)
+    """The nightly run over a fleet from a profile (--all): one copy healthy, one per
+    regression family, one host down. Exit 1 (a regression outranks "could not check");
+    each target gets its own result — each family verified with its cited verdict — and
+    every output format lands in --out: JUnit valid against its schema, the Prometheus
+    file parseable."""
+    fleet.install_baselines()
+    targets = {name: (f"{sshd_server.uri}/pct:200", ws) for name, ws in fleet.workspaces.items()}
+    targets["down"] = (f"ssh://{sshd_server.user}@127.0.0.1:{free_port()}", tmp_path)
+    config = profile(tmp_path / "doctor.toml", targets)
+    # One baseline for all (the down host's), one per copy by TARGET=NAME.
+    baselines = ["-b", "good-healthy"]
+    for name in fleet.workspaces:
+        baselines += ["-b", f"{name}=good-{name}"]
+    out = tmp_path / "out"
+    args = ["--config", str(config), "--all", "--out", str(out), "--jobs", "5"]
+    done = cli("-q", "health", *args, *baselines, *ssh_args(sshd_server))
+    assert done.returncode == 1, done.stderr
+    assert b"regression found on script, truncated, cache (could not check down)" in done.stdout
+    doc = json.loads((out / "health.json").read_text())
+    by_name = {t["target"]: t for t in doc["targets"]}
+    assert {k: t["status"] for k, t in by_name.items()} == {
+        "healthy": "healthy",
+        "script": "regressed",
+        "truncated": "regressed",
+        "cache": "regressed",
+        "down": "could_not_check",
+    }
+    assert "connection refused" in by_name["down"]["reason"]
+    assert {c["status"] for c in by_name["healthy"]["checks"]} == {"passed"}
+    for name, (_damage, family, sentence) in DAMAGE.items():
+        target = by_name[name]
+        assert target["baseline"] == f"good-{name}"
+        failed = check(target, family)
+        assert failed["status"] == "failed", target["checks"]
+        ws = fleet.workspaces[name]
+        assert any(sentence.format(ws=ws) in line["text"] for line in failed["lines"]), failed
+        assert all(line["outcome"] == "holds" for line in failed["lines"])
+        assert failed["since"] is not None
+        assert_cited(target, failed)
+        only_the_bundle_ran(target)
+
+    need(
+        importlib.util.find_spec("xmlschema") is not None,
+        "xmlschema",
+        "pip install xmlschema (the dev extra)",
     )
-    assert rc == 1, doc["exit_reason"]
-    (target,) = doc["targets"]
-    assert target["status"] == "regressed"
-    failed = check(target, family)
-    assert failed["status"] == "failed", target["checks"]
-    assert any(sentence.format(ws=ws) in line["text"] for line in failed["lines"]), failed
-    assert all(line["outcome"] == "holds" for line in failed["lines"])
-    assert_cited(target, failed)
-    assert failed["since"] is not None
-    only_the_bundle_ran(target)
+    import xmlschema
+
+    xsd = Path(agent.__file__).parent / health_junit.XSD
+    xmlschema.XMLSchema(str(xsd)).validate(str(out / "health.junit.xml"))
+    need(
+        importlib.util.find_spec("prometheus_client") is not None,
+        "prometheus_client",
+        "pip install prometheus_client (the dev extra)",
+    )
+    from prometheus_client.parser import text_string_to_metric_families
+
+    flags = {
+        s.labels["target"]: s.value
+        for f in text_string_to_metric_families((out / "dflash_doctor_health.prom").read_text())
+        for s in f.samples
+        if s.name == "dflash_doctor_health_regression"
+    }
+    assert flags == {"healthy": 0, "script": 1, "truncated": 1, "cache": 1, "down": 0}
+    markdown = (out / "health.md").read_text()
+    assert markdown.startswith("# dflash-doctor health: 3 regressed, 1 could not check, 1 healthy")
+    assert len(list(out.glob("trend-*.svg"))) == 4
 
 
 @pytest.mark.torch
@@ -242,92 +333,3 @@ def test_a_silent_host_is_cut_off_at_the_time_limit(silent_host: int, tmp_path: 
     assert target["status"] == "could_not_check"
     assert target["reason"] == "time limit of 4s per target exceeded"
     assert elapsed < 4 + 15
-
-
-@pytest.mark.torch
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_mixed_fleet_reports_each_target(
-    good_workspace: Path, tmp_path: Path, sshd_server: SSHServer
-) -> None:
-    """One host down, one regressed, one healthy, from a profile with --all: exit 1 (a
-    regression outranks "could not check"), each target's own result, and every output
-    format in --out: JUnit valid against its schema, the Prometheus file parseable."""
-    good = clone(good_workspace, tmp_path / "good")
-    broken = clone(good_workspace, tmp_path / "broken")
-    baseline_store().save("good-h", "local", gather_local(good))
-    baseline_store().save("good-r", "local", gather_local(broken))
-    assert trainer("break", "script", "--workspace", broken).returncode == 0
-    profile = tmp_path / "doctor.toml"
-    profile.write_text(
-        "\n".join(
-            [
-                "[targets.healthy]",
-                f'uri = "{sshd_server.uri}/pct:200"',
-                f'workspace = "{good}"',
-                f'interpreter = "{sys.executable}"',
-                "[targets.regressed]",
-                f'uri = "{sshd_server.uri}/pct:201"',
-                f'workspace = "{broken}"',
-                f'interpreter = "{sys.executable}"',
-                "[targets.down]",
-                f'uri = "ssh://{sshd_server.user}@127.0.0.1:{free_port()}"',
-                f'workspace = "{good}"',
-                "",
-            ]
-        )
-    )
-    out = tmp_path / "out"
-    done = cli(
-        "-q",
-        "health",
-        "--config",
-        str(profile),
-        "--all",
-        "-b",
-        "good-h",
-        "-b",
-        "regressed=good-r",
-        "--out",
-        str(out),
-        *ssh_args(sshd_server),
-    )
-    assert done.returncode == 1, done.stderr
-    assert b"regression found on regressed (could not check down)" in done.stdout
-    doc = json.loads((out / "health.json").read_text())
-    by_name = {t["target"]: t for t in doc["targets"]}
-    assert {k: t["status"] for k, t in by_name.items()} == {
-        "healthy": "healthy",
-        "regressed": "regressed",
-        "down": "could_not_check",
-    }
-    assert check(by_name["regressed"], "script_changed")["status"] == "failed"
-    assert by_name["regressed"]["baseline"] == "good-r"
-    assert "connection refused" in by_name["down"]["reason"]
-
-    need(
-        importlib.util.find_spec("xmlschema") is not None,
-        "xmlschema",
-        "pip install xmlschema (the dev extra)",
-    )
-    import xmlschema
-
-    xsd = Path(agent.__file__).parent / health_junit.XSD
-    xmlschema.XMLSchema(str(xsd)).validate(str(out / "health.junit.xml"))
-    need(
-        importlib.util.find_spec("prometheus_client") is not None,
-        "prometheus_client",
-        "pip install prometheus_client (the dev extra)",
-    )
-    from prometheus_client.parser import text_string_to_metric_families
-
-    flags = {
-        s.labels["target"]: s.value
-        for f in text_string_to_metric_families((out / "dflash_doctor_health.prom").read_text())
-        for s in f.samples
-        if s.name == "dflash_doctor_health_regression"
-    }
-    assert flags == {"healthy": 0, "regressed": 1, "down": 0}
-    markdown = (out / "health.md").read_text()
-    assert markdown.startswith("# dflash-doctor health: 1 regressed, 1 could not check, 1 healthy")
-    assert list(out.glob("trend-*.svg"))
