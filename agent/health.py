@@ -133,7 +133,7 @@ def run_health(
         return check_target(target, ssh=bounded, deadline=deadline, cancel=cancel)
 
     results = run_fleet(targets, check or one, jobs=jobs, limit=limit)
-    results = [history.annotate(r, run_id, trend) for r in results]
+    results = history.annotate_all(results, run_id, trend)
     code, why = exit_code(results)
     run = HealthRun(
         run=run_id,

@@ -95,10 +95,28 @@ class HealthHistory:
                 out.append(entry)
         return sorted(out, key=lambda e: e.at)
 
-    def annotate(self, result: TargetResult, run: str, trend: int = 30) -> TargetResult:
+    def annotate_all(
+        self, results: list[TargetResult], run: str, trend: int = 30
+    ) -> list[TargetResult]:
+        """``annotate`` for a whole run, reading the history once."""
+        by_target: dict[str, list[HistoryEntry]] = {}
+        for entry in self.entries():
+            by_target.setdefault(entry.target, []).append(entry)
+        return [self.annotate(r, run, trend, past=by_target.get(r.target, [])) for r in results]
+
+    def annotate(
+        self,
+        result: TargetResult,
+        run: str,
+        trend: int = 30,
+        *,
+        past: list[HistoryEntry] | None = None,
+    ) -> TargetResult:
         """``result`` with ``since``, ``since_runs``, each failed check's ``since`` and
-        the throughput trend, from the runs before this one."""
-        past = self.entries(result.target)
+        the throughput trend, from the runs before this one (``past``, oldest first:
+        read from the history when not given)."""
+        if past is None:
+            past = self.entries(result.target)
         since, count = _streak(past, result.status, result.started_at)
         checks = []
         for check in result.checks:

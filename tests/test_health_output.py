@@ -10,6 +10,7 @@ import math
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -337,3 +338,24 @@ def run_of(result: TargetResult, run: str) -> HealthRun:
         target_timeout_s=60,
         targets=[result],
     )
+
+
+def test_annotating_a_run_reads_the_history_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = HealthHistory(tmp_path)
+    history.record(sample_run(T0))
+    reads = 0
+    real = HealthHistory.entries
+
+    def counting(self: HealthHistory, target: str | None = None) -> list[Any]:
+        nonlocal reads
+        reads += 1
+        return real(self, target)
+
+    monkeypatch.setattr(HealthHistory, "entries", counting)
+    tonight = sample_run(T0 + timedelta(days=1)).targets
+    annotated = history.annotate_all(tonight, "run1")
+    assert reads == 1
+    assert [a.since_runs for a in annotated] == [2, 2, 2]
+    assert [len(a.trend) for a in annotated] == [2, 2, 2]
