@@ -1,0 +1,222 @@
+"""Record the transcripts shipped in ``transcripts/`` — real sessions, never hand-written.
+
+Each scenario runs the reference trainer for real in ``ROOT/<name>`` (default
+``/workspace``, the incident's path, so no path of the recording machine ends up in the
+files), takes a snapshot of the good state, breaks the workspace the way the incident's
+was broken, and records ``dflash-doctor diagnose`` on it. The recording machine's own
+directories (this checkout, the home directory) are redacted from what the probes saw.
+
+    PATH=.venv/bin:$PATH python examples/record_transcripts.py [--root /workspace] [--only NAME]
+
+The target interpreter is ``python3`` from PATH (hence ``.venv/bin`` first). The
+``incident-ssh`` scenario goes through a real sshd on 127.0.0.1 and the stand-in ``pct``
+of the test suite, as the incident's engineers went through ``ssh`` and ``pct exec``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "transcripts"
+SMALL = ["--batch-size", "8", "--log-every", "5", "--intra-op-threads", "2"]
+
+
+def run(*argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in argv], cwd=REPO, capture_output=True, text=True, env=env, timeout=900
+    )
+
+
+def trainer(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return run(sys.executable, "-m", "examples.dflash_trainer", *args)
+
+
+def doctor(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return run(sys.executable, "-m", "agent.cli", "-q", *args, env=env)
+
+
+def race_seed(ws: Path) -> str:
+    sys.path.insert(0, str(REPO))
+    from tests.workspaces import race_seed as seed
+
+    return seed(ws)
+
+
+class Recorder:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.state = Path(tempfile.mkdtemp(prefix="record-state-"))
+        self.env = {**os.environ, "XDG_STATE_HOME": str(self.state)}
+        self.redact = ["--redact-path", str(REPO), "--redact-path", str(Path.home())]
+
+    def good(self, name: str) -> Path:
+        ws = self.root / name
+        shutil.rmtree(ws, ignore_errors=True)
+        for args in (
+            ("dataset", "--workspace", ws, "--size", "128", "--lengths", "64"),
+            ("init", "--workspace", ws),
+        ):
+            assert trainer(*args).returncode == 0, args
+        run_ = trainer("train", "--workspace", ws, *SMALL, "--steps", "40", "--save-every", "20")
+        assert run_.returncode == 0, run_.stderr[-2000:]
+        return ws
+
+    def snapshot(self, ws: Path, name: str, target: str = "local", *extra: str) -> None:
+        result = doctor(
+            "snapshot",
+            "--name",
+            name,
+            "--target",
+            target,
+            "--workspace",
+            ws,
+            "--interpreter",
+            "python3",
+            *extra,
+            env=self.env,
+        )
+        assert result.returncode == 0, result.stderr
+
+    def diagnose(
+        self, ws: Path, name: str, baseline: str | None, target: str = "local", *extra: str
+    ) -> None:
+        args = [
+            "diagnose",
+            "--target",
+            target,
+            "--workspace",
+            str(ws),
+            "--interpreter",
+            "python3",
+            "--format",
+            "json",
+            *self.redact,
+            *extra,
+        ]
+        if baseline:
+            args += ["--baseline", baseline]
+        result = doctor(*args, env=self.env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        session = json.loads(result.stdout)["session"]
+        source = self.state / "dflash-doctor" / "sessions" / session / "transcript.jsonl"
+        OUT.mkdir(exist_ok=True)
+        shutil.copyfile(source, OUT / f"{name}.jsonl")
+        verdict = json.loads(result.stdout)["verdict"]
+        print(f"recorded {name}: {verdict} -> transcripts/{name}.jsonl", flush=True)
+
+
+def scenarios(rec: Recorder, only: set[str] | None) -> None:
+    def want(name: str) -> bool:
+        return only is None or name in only
+
+    base = rec.good("base")
+    for name, breaker in (
+        ("healthy", None),
+        ("script-changed", ("break", "script")),
+        ("cache-wiped", ("break", "compile-cache")),
+        ("checkpoint-truncated", ("break", "truncate-checkpoint")),
+    ):
+        if not want(name):
+            continue
+        ws = rec.root / name
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.copytree(base, ws)
+        assert trainer("init", "--workspace", ws).returncode == 0
+        rec.snapshot(ws, name)
+        if breaker:
+            assert trainer(*breaker, "--workspace", ws).returncode == 0
+        rec.diagnose(ws, name, name)
+    if want("fx-race") or want("incident-ssh"):
+        ws = rec.root / "fx-race"
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.copytree(base, ws)
+        assert trainer("init", "--workspace", ws).returncode == 0
+        rec.snapshot(ws, "fx-race")
+        assert (
+            trainer(
+                "dataset", "--workspace", ws, "--expand", "--add", "16", "--new-lengths", "80"
+            ).returncode
+            == 0
+        )
+        crashed = trainer(
+            "train",
+            "--workspace",
+            ws,
+            *SMALL,
+            "--steps",
+            "60",
+            "--seed",
+            race_seed(ws),
+            "--emulate-torch211-race",
+        )
+        assert crashed.returncode != 0, "the emulated race did not fire"
+        if want("fx-race"):
+            rec.diagnose(ws, "fx-race", "fx-race")
+        if want("incident-ssh"):
+            incident_ssh(rec, ws)
+    if want("version-drift"):
+        ws = rec.root / "version-drift"
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.copytree(base, ws)
+        assert trainer("init", "--workspace", ws).returncode == 0
+        # No snapshot: the baseline is derived from what the checkpoint recorded, and this
+        # run records another torch version (an emulation: see the trainer's README).
+        assert (
+            trainer(
+                "train",
+                "--workspace",
+                ws,
+                *SMALL,
+                "--steps",
+                "45",
+                "--resume",
+                "--record-torch-version",
+                "2.11.0+cu130",
+            ).returncode
+            == 0
+        )
+        rec.diagnose(ws, "version-drift", None)
+
+
+def incident_ssh(rec: Recorder, ws: Path) -> None:
+    """The incident's path: ssh, then `pct exec 200 --`, through a real sshd."""
+    sys.path.insert(0, str(REPO))
+    from tests.sshd import SSHServer, find_sshd
+
+    binary = find_sshd()
+    assert binary, "sshd is needed for the incident-ssh transcript"
+    server = SSHServer(Path(tempfile.mkdtemp(prefix="record-sshd-")), binary)
+    server.prepare()
+    server.start()
+    try:
+        extra = ["--identity", str(server.identity), "--known-hosts", str(server.known_hosts)]
+        target = f"{server.uri}/pct:200"
+        rec.diagnose(ws, "incident-ssh", "fx-race", target, *extra)
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path("/workspace"))
+    parser.add_argument("--only", action="append")
+    args = parser.parse_args()
+    if (
+        shutil.which("python3") is None
+        or "torch" not in run("python3", "-c", "import torch; print('torch')").stdout
+    ):
+        sys.exit("python3 on PATH must have torch: run with PATH=.venv/bin:$PATH")
+    args.root.mkdir(parents=True, exist_ok=True)
+    scenarios(Recorder(args.root), set(args.only) if args.only else None)
+
+
+if __name__ == "__main__":
+    main()

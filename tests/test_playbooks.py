@@ -1,0 +1,204 @@
+"""Fix playbooks as transactions, against the reference trainer after the incident.
+
+Each test copies the crashed workspace of the FX race (tests/workspaces.py), gives it a
+launch file that restarts the same broken configuration, and runs a playbook on it for
+real: the trainer is stopped, edited, restarted and its fresh log lines are read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
+from playbooks.launch import with_env, with_flag
+from tests.workspaces import SMALL, Scenario, clone, race_seed
+from tools.transport import LocalTransport
+
+pytestmark = [pytest.mark.timeout(600)]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def site(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) -> TrainerSite:
+    ws = clone(race_scenario.ws, tmp_path / "ws")
+    # The crash left the new length's kernels in the cache, and a warm compile never sets
+    # the FX flag: put back the cache as it was before the crash, so the race is there to fix.
+    shutil.rmtree(ws / "compile_cache")
+    shutil.copytree(good_workspace / "compile_cache", ws / "compile_cache")
+    # The configuration that crashed (see race_scenario), started again from scratch.
+    flags = ["--steps", "60", "--seed", race_seed(ws), "--emulate-torch211-race"]
+    line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL, *flags])
+    (ws / "launch.sh").write_text(f"#!/bin/sh\n# the trainer's launch file\n{line}\n")
+    return TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
+
+
+def transaction(site: TrainerSite, playbook: object, baseline: float = 1.0) -> Transaction:
+    remote = Remote(LocalTransport(), interpreter=sys.executable)
+    return Transaction(playbook, site, remote, baseline_tok_s=baseline, run_timeout=300)  # type: ignore[arg-type]
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_plan_writes_nothing_and_shows_the_diff(site: TrainerSite) -> None:
+    launch = Path(site.launch_file)
+    before = sha(launch)
+    files_before = sorted(p.name for p in Path(site.workspace).iterdir())
+    plan = transaction(site, LockWarmup()).plan()
+    assert sha(launch) == before
+    assert sorted(p.name for p in Path(site.workspace).iterdir()) == files_before
+    assert "+exec " in plan.diff and "--compile-lock" in plan.diff
+    assert plan.preconditions[site.launch_file] == before
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_drift_between_approval_and_apply_aborts(site: TrainerSite) -> None:
+    tx = transaction(site, LockWarmup())
+    plan = tx.plan()
+    launch = Path(site.launch_file)
+    launch.write_text(launch.read_text() + "# edited by someone after the approval\n")
+    edited = sha(launch)
+    outcome = tx.apply(plan)
+    assert outcome.status == "aborted"
+    assert "changed since the plan was approved" in outcome.detail
+    assert site.launch_file in outcome.detail
+    assert sha(launch) == edited  # nothing written
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_concurrent_apply_is_refused(site: TrainerSite) -> None:
+    tx = transaction(site, LockWarmup())
+    plan = tx.plan()
+    assert tx.remote.lock(f"{site.state_dir}/apply.lock", "another operator")[0]
+    outcome = tx.apply(plan)
+    assert outcome.status == "aborted" and "another apply holds" in outcome.detail
+    assert "another operator" in outcome.detail
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_ineffective_fix_rolls_back_byte_identical(site: TrainerSite) -> None:
+    """A 'fix' that changes nothing that matters (a log flag): the race comes back, the
+    launch file is restored byte for byte."""
+    launch = Path(site.launch_file)
+    before = launch.read_bytes()
+    tx = transaction(site, _Knob())
+    plan = tx.plan()
+    assert plan.changes, plan
+    outcome = tx.apply(plan)
+    assert outcome.status == "rolled_back", outcome
+    assert "FX-trace error came back" in outcome.detail
+    assert launch.read_bytes() == before
+    assert outcome.observations["new_fx_errors"]
+
+
+class _Knob:
+    """A playbook that sets a flag which does not address the race."""
+
+    name = "ineffective"
+    requires = frozenset({"fx_trace_race"})
+    answers = "fx_trace_race"
+
+    def changes(self, site: TrainerSite, remote: Remote):  # type: ignore[no-untyped-def]
+        from playbooks.base import FileChange, unified
+
+        text = remote.read(site.launch_file).decode()
+        after = with_flag(text, site.launch_file, "--max-seconds", "600")
+        return [
+            FileChange(
+                path=site.launch_file,
+                before_sha256=remote.sha256(site.launch_file),
+                after=after,
+                diff=unified(site.launch_file, text, after),
+            )
+        ]
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_knob_route_fixes_the_race_and_a_second_apply_changes_nothing(site: TrainerSite) -> None:
+    tx = transaction(site, LockWarmup())
+    outcome = tx.apply(tx.plan())
+    assert outcome.status == "applied", outcome
+    assert outcome.observations["new_fx_errors"] == 0
+    assert outcome.observations["new_drafter_records"]
+    assert "--compile-lock" in Path(site.launch_file).read_text()
+    after = sha(Path(site.launch_file))
+    again = transaction(site, LockWarmup())
+    second = again.apply(again.plan())
+    assert second.status == "already_applied"
+    assert sha(Path(site.launch_file)) == after
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_hook_route_fixes_the_race_without_touching_the_trainer(site: TrainerSite) -> None:
+    """No knob: a start-up hook wraps torch.compile with the lock; the trainer's files
+    (its package and its launcher script) stay byte-identical."""
+    script = Path(site.workspace) / "train_dflash.py"
+    script_before = sha(script)
+    tx = transaction(site, LockWarmup(knob=None))
+    plan = tx.plan()
+    assert {Path(c.path).name for c in plan.changes} == {"sitecustomize.py", "launch.sh"}
+    outcome = tx.apply(plan)
+    assert outcome.status == "applied", outcome
+    assert sha(script) == script_before
+    log = (Path(site.workspace) / ".dflash-doctor" / "launch.log").read_text()
+    assert "dflash-doctor compile-lock hook active" in log
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_process_isolation_fixes_the_race(site: TrainerSite) -> None:
+    tx = transaction(site, ProcessIsolation())
+    outcome = tx.apply(tx.plan())
+    assert outcome.status == "applied", outcome
+    assert "--workers processes" in Path(site.launch_file).read_text()
+
+
+@pytest.mark.parametrize(
+    ("line", "flag", "value", "expected"),
+    [
+        (
+            "exec python t.py --a 1\n",
+            "--compile-lock",
+            None,
+            "exec python t.py --a 1 --compile-lock\n",
+        ),
+        (
+            "exec python t.py --compile-lock\n",
+            "--compile-lock",
+            None,
+            "exec python t.py --compile-lock\n",
+        ),
+        (
+            "exec python t.py --workers threads\n",
+            "--workers",
+            "processes",
+            "exec python t.py --workers processes\n",
+        ),
+        ("exec python 'my dir/t.py'\n", "--x", None, "exec python 'my dir/t.py' --x\n"),
+    ],
+)
+def test_with_flag_edits_only_the_exec_line(
+    line: str, flag: str, value: str | None, expected: str
+) -> None:
+    text = "#!/bin/sh\n# keep me\n" + line
+    assert with_flag(text, "launch.sh", flag, value) == "#!/bin/sh\n# keep me\n" + expected
+
+
+def test_with_env_is_idempotent() -> None:
+    text = "#!/bin/sh\nexec python t.py\n"
+    once = with_env(text, "launch.sh", {"A": "1"})
+    assert once == "#!/bin/sh\nexec env A=1 python t.py\n"
+    assert with_env(once, "launch.sh", {"A": "1"}) == once
