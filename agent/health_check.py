@@ -264,6 +264,8 @@ def summarize(
     undecided = [c.name for c in checks if c.status == "error"]
     if regressed:
         status, reason = "regressed", f"regressed: {', '.join(regressed)}"
+    elif checks[0].status == "error":  # the bundle ran but no probe answered
+        status, reason = "could_not_check", f"probe sweep: {checks[0].message}"
     elif undecided:
         status = "could_not_check"
         missing = f" (could not observe: {', '.join(state.missing)})" if state.missing else ""

@@ -277,3 +277,16 @@ def test_a_refused_command_is_written_to_the_transcript(tmp_path: Path) -> None:
         {**refused[0], "type": "refused", "argv": ["rm", "-f", str(victim)], "stdin_digest": ""}
     ]
     assert not [e for e in events if e["type"] == "command"]
+
+
+def test_a_target_whose_interpreter_is_missing_is_could_not_check(tmp_path: Path) -> None:
+    """The connection works but the bundle cannot start: no probe answered, so the target
+    is not checked, and the reason says what the sweep met."""
+    baseline_store().save("empty", "local", [])
+    spec = SweepSpec(interpreter=str(tmp_path / "no-such-python"), torch_import=False)
+    t = HealthTarget(label="local", uri="local", spec=spec, baseline="empty")
+    r = check_target(t, ssh=SSHOptions(), deadline=time.monotonic() + 60)
+    assert r.status == "could_not_check"
+    assert r.reason.startswith("probe sweep: no probe answered: bundle_failed: interpreter")
+    assert "not found on the target (exit 127)" in r.reason
+    assert r.checks[0].status == "error"
