@@ -155,7 +155,9 @@ def check_target(
         if session is not None:
             session.close()
     result = summarize(target, state, session, started_at, time.monotonic() - started, rules)
-    bound.info("health_checked", status=result.status, regressions=result.regressions)
+    # A warning when not healthy: with -q, that is what a cron mail or a journal shows.
+    emit = bound.info if result.status == "healthy" else bound.warning
+    emit("health_checked", status=result.status, reason=result.reason)
     return result
 
 

@@ -41,7 +41,18 @@ def run_fleet(
     pending = list(enumerate(targets))
 
     def work(index: int, target: HealthTarget, deadline: float, cancel: Cancel) -> None:
-        done.put((index, check(target, deadline, cancel)))
+        started_at = datetime.now(UTC)
+        try:
+            result = check(target, deadline, cancel)
+        except Exception as exc:  # a check must not raise; if one does, say so, at once
+            log.exception("health_check_raised", target=target.label)
+            result = not_checked(
+                target,
+                started_at,
+                time.monotonic() - (deadline - limit),
+                f"internal error: {type(exc).__name__}: {exc}",
+            )
+        done.put((index, result))
 
     while pending or running:
         while pending and len(running) < max(1, jobs):

@@ -290,3 +290,17 @@ def test_a_target_whose_interpreter_is_missing_is_could_not_check(tmp_path: Path
     assert r.reason.startswith("probe sweep: no probe answered: bundle_failed: interpreter")
     assert "not found on the target (exit 127)" in r.reason
     assert r.checks[0].status == "error"
+
+
+def test_a_check_that_raises_is_reported_not_waited_for() -> None:
+    def check(t: HealthTarget, deadline: float, cancel: Cancel) -> TargetResult:
+        if t.label == "bad":
+            raise RuntimeError("boom")
+        return result(t.label, "healthy")
+
+    started = time.monotonic()
+    results = run_fleet([target("bad"), target("ok")], check, jobs=1, limit=30)
+    assert time.monotonic() - started < 5
+    assert results[0].status == "could_not_check"
+    assert results[0].reason == "internal error: RuntimeError: boom"
+    assert results[1].status == "healthy"
