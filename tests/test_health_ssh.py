@@ -310,6 +310,7 @@ def silent_host() -> Iterator[int]:
     server.close()
 
 
+@pytest.mark.slow
 def test_a_silent_host_is_cut_off_at_the_time_limit(silent_host: int, tmp_path: Path) -> None:
     """With retries that would outlast the limit, the per-target limit still holds: the
     target is "could not check" when its time is up, and the run ends."""
