@@ -139,7 +139,8 @@ def exec_(
     )
     structlog.contextvars.bind_contextvars(session=session.id)
     try:
-        result = session.target(str(uri)).run(command, timeout=timeout)
+        # exec prints the command's own bytes; only the transcript is redacted.
+        result = session.target(str(uri), redact_results=False).run(command, timeout=timeout)
     finally:
         session.close()
     sys.stdout.buffer.write(result.stdout)

@@ -170,11 +170,11 @@ class Session:
         """Write a non-command event (a fact, a verdict, a plan) to the transcript."""
         self.writer().write(event)
 
-    def target(self, uri: str) -> RecordingTransport:
+    def target(self, uri: str, *, redact_results: bool = True) -> RecordingTransport:
         """The target ``uri`` names, recorded into this session's transcript."""
         target = open_target(uri, ssh=self.ssh, pool=self._pool)
         self._targets.append(target)
-        return RecordingTransport(target, self.writer())
+        return RecordingTransport(target, self.writer(), redact_results=redact_results)
 
     def close(self) -> None:
         for transport in self._pool.values():

@@ -87,7 +87,8 @@ class Redactor:
     def text(self, text: str) -> str:
         for path in self._paths:
             text = re.sub(
-                rf"{re.escape(path)}(?![\w.-])",
+                # A whole path: not the tail of a longer one, nor "//root@" in a URI.
+                rf"(?<![\w/.-]){re.escape(path)}(?=$|[/\s\"',:;)\]}}])",
                 lambda m: self._placeholder("PATH", m.group(0)),
                 text,
             )

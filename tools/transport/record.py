@@ -3,6 +3,7 @@ and a replay answers the same (target, argv, stdin digest) from it with no machi
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,10 +17,18 @@ Key = tuple[str, tuple[str, ...], str]
 
 
 class RecordingTransport:
-    def __init__(self, inner: Transport, writer: TranscriptWriter) -> None:
+    """Records every command. With ``redact_results`` the caller gets the output as the
+    transcript stores it (redacted), so facts made from it are the ones a replay makes —
+    and the ledger on disk holds nothing the transcript hides. ``exec`` turns it off: it
+    prints the command's own bytes."""
+
+    def __init__(
+        self, inner: Transport, writer: TranscriptWriter, *, redact_results: bool = True
+    ) -> None:
         self.inner = inner
         self.writer = writer
         self.name = inner.name
+        self.redact_results = redact_results
 
     def run(
         self,
@@ -48,6 +57,12 @@ class RecordingTransport:
                 "duration": round(result.duration, 6),
             }
         )
+        if self.redact_results:
+            result = dataclasses.replace(
+                result,
+                stdout=self.writer.redact_bytes(result.stdout),
+                stderr=self.writer.redact_bytes(result.stderr),
+            )
         return result
 
     def close(self) -> None:
