@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,9 +114,14 @@ class BaselineStore:
         return sorted(p.stem for p in self.root.glob("*.json"))
 
 
-def import_snapshot(snapshot: Snapshot, ledger: Ledger) -> list[str]:
-    """Put the snapshot's facts into the session ledger; returns their ids there."""
-    return [ledger.append(fact).id for fact in snapshot.facts]
+def import_snapshot(
+    snapshot: Snapshot, ledger: Ledger, sanitize: Callable[[Fact], Fact] | None = None
+) -> list[str]:
+    """Put the snapshot's facts into the session ledger; returns their ids there.
+    ``sanitize`` redacts them as the session redacts everything it records, so the
+    ledger and the transcript hold the same facts under the same ids."""
+    clean = sanitize or (lambda fact: fact)
+    return [ledger.append(clean(fact)).id for fact in snapshot.facts]
 
 
 def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:

@@ -56,6 +56,7 @@ class Doctor:
     baselines: Baselines | None = None
     playbooks: Mapping[str, Playbook] = field(default_factory=dict)
     approver: Approver = "never"
+    sanitize: Callable[[Fact], Fact] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def gather_missing(self, have: Sequence[str], needs: frozenset[str]) -> list[Fact]:
@@ -84,7 +85,7 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
     imported: list[str] = []
     if state.baseline is not None and doctor.baselines is not None:
         snapshot = doctor.baselines.load(state.baseline)
-        imported = import_snapshot(snapshot, doctor.ledger)
+        imported = import_snapshot(snapshot, doctor.ledger, doctor.sanitize)
         baseline_ids = imported
     table = doctor.comparables(doctor.ledger, state.facts)
     entries = diff(table, doctor.ledger, state.facts, baseline_ids)

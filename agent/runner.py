@@ -51,6 +51,7 @@ def build_doctor(
         baselines=baselines or baseline_store(),
         playbooks=dict(playbooks or {}),
         approver=approver,
+        sanitize=session.sanitize,
     )
 
 

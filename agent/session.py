@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.facts import Ledger
+from agent.facts import Fact, Ledger
 from tools.bundle import SweepSpec
 from tools.errors import ConfigError
 from tools.redact import Redactor
@@ -165,6 +165,11 @@ class Session:
                 resume=self.resume,
             )
         return self._writer
+
+    def sanitize(self, fact: Fact) -> Fact:
+        """``fact`` as this session's transcript would store it (redacted)."""
+        content = fact.model_dump(mode="json", exclude={"id", "digest"})
+        return Fact.model_validate(self._redactor.any(content))
 
     def record(self, event: dict[str, Any]) -> None:
         """Write a non-command event (a fact, a verdict, a plan) to the transcript."""
