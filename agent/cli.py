@@ -16,6 +16,7 @@ from rich.table import Table
 from agent import __version__
 from agent.demo import run_demo
 from agent.facts import Ledger
+from agent.fixes import adapt
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
 from agent.html_report import render_html
@@ -29,6 +30,7 @@ from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
 from agent.summaries import summarize
 from agent.targets import Resolved, resolve_target
+from playbooks import TrainerSite, default_playbooks
 from playbooks.base import FixPlan
 from tools.bundle import PROBES
 from tools.errors import DoctorError, UsageError
@@ -300,6 +302,10 @@ def diagnose(
     config: ConfigOpt = None,
     baseline: BaselineOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    plan_only: Annotated[
+        bool,
+        typer.Option("--plan-only", help="Show the fix a verified fault unlocks; write nothing."),
+    ] = False,
     redact_path: Annotated[
         list[str] | None,
         typer.Option("--redact-path", help="A local path to hide in the transcript (repeatable)."),
@@ -329,7 +335,10 @@ def diagnose(
         )
     )
     structlog.contextvars.bind_contextvars(session=session.id)
-    _drive(session, DiagnosisState(target=str(resolved.uri), mode="guided", baseline=baseline), fmt)
+    start = DiagnosisState(
+        target=str(resolved.uri), mode="guided", baseline=baseline, plan_only=plan_only
+    )
+    _drive(session, start, fmt)
 
 
 @app.command(help="Continue a session after a crash, or answer its pending approval.")
@@ -352,7 +361,19 @@ def _drive(
     interactive = sys.stdin.isatty()
     try:
         transport = session.target(session.config.target)
-        doctor = build_doctor(session, transport, session.config.spec, approver="human")
+        spec = session.config.spec
+        # Fixes need to know where the trainer lives: its workspace (launch file, pid file,
+        # logs). Without one, the diagnosis still runs and no playbook is offered.
+        playbooks = (
+            adapt(
+                default_playbooks(),
+                TrainerSite.for_workspace(spec.workspace, spec.interpreter),
+                transport,
+            )
+            if spec.workspace
+            else {}
+        )
+        doctor = build_doctor(session, transport, spec, approver="human", playbooks=playbooks)
         reply = None
         if answer is not None:
             pending = _pending_question(session, doctor)

@@ -23,6 +23,7 @@ from agent.facts import Fact, Ledger
 from agent.hypotheses import rank, verify
 from agent.rules.base import Evidence, Rule
 from agent.state import DiagnosisState, FixOutcome, FixPlan
+from tools.errors import DoctorError
 
 log = structlog.get_logger(__name__)
 
@@ -156,14 +157,19 @@ def route_after_verify(
 def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     doctor = runtime.context
     playbook = doctor.playbooks[state.offered[0]]
-    plan = playbook.plan(_evidence(state, doctor))
+    try:
+        plan = playbook.plan(_evidence(state, doctor))
+    except DoctorError as exc:
+        # A fix that cannot even be planned (no launch file, say) is reported, not fatal:
+        # the diagnosis stands on its own.
+        return {"plan_error": f"{playbook.name}: {exc}"}
     material = {"plan": plan.model_dump(exclude={"digest"}), "facts": sorted(state.facts)}
     digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
     return {"plan": plan.model_copy(update={"digest": digest})}
 
 
 def route_after_plan(state: DiagnosisState) -> Literal["approve", "report"]:
-    return "report" if state.plan_only else "approve"
+    return "report" if state.plan_only or state.plan is None else "approve"
 
 
 def approve(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:

@@ -90,6 +90,10 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                 lines=[Line(text=f"{f.probe}: {f.error}", cites=[f.id]) for f in failed],
             )
         )
+    if state.plan_error is not None:
+        sections.append(
+            Section(title="fix not offered", lines=[Line(text=state.plan_error, cites=[])])
+        )
     if state.plan is not None:
         plan_lines = [Line(text=f"step: {s}", cites=[]) for s in state.plan.steps]
         plan_lines += [

@@ -51,6 +51,8 @@ class DiagnosisState(BaseModel):
     approved: bool | None = None
     approved_by: str = ""
     outcome: FixOutcome | None = None
+    plan_error: str | None = None
+    """Why the offered fix could not be planned (the diagnosis stands without it)."""
     plan_only: bool = False
     """Stop after the plan: show what would change, write nothing."""
     verification: list[ClaimVerdict] = Field(default_factory=list)

@@ -202,3 +202,41 @@ def test_with_env_is_idempotent() -> None:
     once = with_env(text, "launch.sh", {"A": "1"})
     assert once == "#!/bin/sh\nexec env A=1 python t.py\n"
     assert with_env(once, "launch.sh", {"A": "1"}) == once
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_guided_diagnose_plan_only_shows_the_fix_and_writes_nothing(
+    site: TrainerSite, race_scenario: Scenario
+) -> None:
+    """`diagnose --plan-only`: the verified race unlocks lock-warmup; its diff is shown;
+    the launch file is untouched."""
+    import json
+
+    from tests.test_cli import cli
+
+    race_scenario.install_baseline("good")
+    launch = Path(site.launch_file)
+    before = sha(launch)
+    result = cli(
+        "-q",
+        "diagnose",
+        "--target",
+        "local",
+        "--workspace",
+        site.workspace,
+        "--interpreter",
+        sys.executable,
+        "--baseline",
+        "good",
+        "--plan-only",
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    fix = next(s for s in report["sections"] if s["title"] == "fix: lock-warmup")
+    texts = [line["text"] for line in fix["lines"]]
+    assert "plan only: nothing was written" in texts
+    assert any("--compile-lock" in t for t in texts)
+    assert sha(launch) == before
