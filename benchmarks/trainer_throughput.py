@@ -12,7 +12,10 @@ Ktok/s counted):
   over the second half of the steps, i.e. what the log shows once every shape has been
   met (every length occurs in the first epoch, well before half-way);
 * end-to-end: all drafter tokens / the process's wall time (torch import, compiles and
-  warm-up included).
+  warm-up included);
+* per CPU-second: all drafter tokens / the CPU time (user + system) of the run and all
+  its children (worker processes, the C++ compiler). Other load on a shared machine
+  stretches wall time far more than CPU time, so this is the steadier of the numbers.
 
 Each scenario's value is the median over ``--reps`` runs, interleaved with the other
 scenarios so that drift in machine load hits all alike; ratios are against ``good``. The
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -86,6 +90,7 @@ class Result:
     steady: float | None
     end_to_end: float | None
     load: float
+    cpu_s: float
     errors: list[str] = field(default_factory=list)
 
 
@@ -146,9 +151,12 @@ def run_once(
     argv = [*TRAIN, "train", "--workspace", str(ws), "--steps", str(steps), "--log-every", "10"]
     argv += seed
     load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = sh(*argv, *s.flags)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     log = ws / "checkpoints" / "train_log.jsonl"
     records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
     drafter = [r for r in records if r["role"] == "drafter"]
@@ -165,7 +173,7 @@ def run_once(
         steady=statistics.median(late) if (late := [r["tokens_per_s"] for r in drafter
                                                    if r["step"] > steps // 2]) else None,
         end_to_end=round(tokens / wall, 1) if proc.returncode == 0 else None,
-        load=round(load, 2), errors=errors,
+        load=round(load, 2), cpu_s=round(cpu, 1), errors=errors,
     )  # fmt: skip
 
 
@@ -178,25 +186,28 @@ def table(results: dict[str, list[Result]], steps: int, reps: int, seed: list[st
     good = results.get("good", [])
     g_steady = median([r.steady for r in good])
     g_e2e = median([r.end_to_end for r in good])
+    g_cpu = median([r.tokens / r.cpu_s for r in good if r.cpu_s])
     lines = [
         f"Median of {reps} runs, {steps} steps each; tokens/s are drafter tokens; "
         f"load = median 1-min load average at run start (2 cores).",
         "",
         "| scenario | exit codes | steps reached | steady tok/s | ÷ good "
-        "| end-to-end tok/s | ÷ good | load | seen in train_stdout.log |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| end-to-end tok/s | ÷ good | tok per CPU-s | ÷ good | load | seen in train_stdout.log |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for s in SCENARIOS:
         runs = results.get(s.name)
         if not runs:
             continue
         steady, e2e = median([r.steady for r in runs]), median([r.end_to_end for r in runs])
+        per_cpu = median([r.tokens / r.cpu_s if r.rc == 0 and r.cpu_s else None for r in runs])
         ratio = lambda v, g: f"{v / g:.2f}" if v is not None and g else "—"  # noqa: E731
         errs = sorted({e for r in runs for e in r.errors})
         lines.append(
             f"| {s.name} | {','.join(str(r.rc) for r in runs)} | "
             f"{','.join(str(r.steps) for r in runs)} | {steady if steady else '—'} | "
             f"{ratio(steady, g_steady)} | {e2e if e2e else '—'} | {ratio(e2e, g_e2e)} | "
+            f"{per_cpu if per_cpu else '—'} | {ratio(per_cpu, g_cpu)} | "
             f"{statistics.median(r.load for r in runs):.1f} | "
             f"{'; '.join(errs)[:200] or '—'} |"
         )

@@ -32,6 +32,20 @@ from tests.conftest import need
 REPO = Path(__file__).resolve().parents[1]
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 EAGER_FLEX = "flex_attention called without torch.compile()"
+# torch's Tracer.trace patches torch.nn.Module.__call__ on the class while it traces, so a
+# module another thread calls during a cold compile's trace can land in that tracer. Seen
+# once in 11 race runs of the benchmark: the same root cause (tracing state shared by all
+# threads) killing a worker before the FX check does.
+MODULE_NOT_INSTALLED = "NameError: module is not installed as a submodule"
+
+
+def died_of_shared_tracing_state(log: str) -> bool:
+    """A worker was killed by torch's FX check, or by torch's tracer patching its modules."""
+    by_check = FX_ERROR in log and "torch/_dynamo/eval_frame.py" in log
+    by_patch = MODULE_NOT_INSTALLED in log and "torch/fx/_symbolic_trace.py" in log
+    return by_check or by_patch
+
+
 SMALL = ["--batch-size", "8", "--log-every", "5", "--intra-op-threads", "2"]
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -157,8 +171,7 @@ def test_emulated_race_kills_a_worker_with_torchs_own_error(crashed: Run) -> Non
     """New lengths compile cold mid-run; another worker's compiled call fails in torch."""
     assert crashed.rc == 1, crashed.output[-3000:]
     log = crashed.stdout_log
-    assert FX_ERROR in log
-    assert "torch/_dynamo/eval_frame.py" in log  # raised by torch's check, not by us
+    assert died_of_shared_tracing_state(log), log[-3000:]  # raised in torch, not by us
     assert any(f"Exception in thread {n}" in log for n in ("target-sim:", "drafter-sim:"))
     assert not list((crashed.ws / "checkpoints").glob("step_*"))
 
@@ -166,7 +179,7 @@ def test_emulated_race_kills_a_worker_with_torchs_own_error(crashed: Run) -> Non
 def test_monkeypatching_the_check_after_compile_does_not_help(crashed: Run) -> None:
     """The incident's patch of is_fx_symbolic_tracing was applied, and the race still killed."""
     assert "patched torch.fx._symbolic_trace.is_fx_symbolic_tracing" in crashed.stdout_log
-    assert crashed.rc == 1 and FX_ERROR in crashed.stdout_log
+    assert crashed.rc == 1 and died_of_shared_tracing_state(crashed.stdout_log)
 
 
 def test_race_with_nested_trace_off_runs_eager_silently(tmp_path: Path, good: Run) -> None:

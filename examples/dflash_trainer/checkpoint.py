@@ -44,7 +44,9 @@ def entry_script() -> Path:
     return Path(path).resolve() if path else PACKAGE_DIR / "__main__.py"
 
 
-def metadata(cfg: TrainConfig, step: int, dataset: dict[str, Any], tok_s: float | None) -> dict:
+def metadata(
+    cfg: TrainConfig, step: int, dataset: dict[str, Any], tok_s: float | None
+) -> dict[str, Any]:
     script = entry_script()
     torch_version = cfg.record_torch_version or torch.__version__
     return {
