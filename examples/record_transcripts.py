@@ -86,7 +86,13 @@ class Recorder:
         assert result.returncode == 0, result.stderr
 
     def diagnose(
-        self, ws: Path, name: str, baseline: str | None, target: str = "local", *extra: str
+        self,
+        ws: Path,
+        name: str,
+        baseline: str | None,
+        target: str = "local",
+        *extra: str,
+        interpreter: str = "python3",
     ) -> None:
         args = [
             "diagnose",
@@ -95,7 +101,7 @@ class Recorder:
             "--workspace",
             str(ws),
             "--interpreter",
-            "python3",
+            interpreter,
             "--format",
             "json",
             *self.redact,
@@ -199,7 +205,14 @@ def incident_ssh(rec: Recorder, ws: Path) -> None:
     try:
         extra = ["--identity", str(server.identity), "--known-hosts", str(server.known_hosts)]
         target = f"{server.uri}/pct:200"
-        rec.diagnose(ws, "incident-ssh", "fx-race", target, *extra)
+        # An SSH login has its own PATH: name the trainer's interpreter by a neutral path
+        # (a link to this checkout's venv), as a profile would name /workspace/.venv.
+        venv = rec.root / "venv"
+        if not venv.is_symlink():
+            venv.symlink_to(REPO / ".venv")
+        rec.diagnose(
+            ws, "incident-ssh", "fx-race", target, *extra, interpreter=f"{venv}/bin/python"
+        )
     finally:
         server.stop()
 

@@ -1,0 +1,65 @@
+"""Every shipped transcript (recorded by examples/record_transcripts.py on real runs)
+replays with no machine to the verdicts it recorded, and renders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.recorded import load_recorded
+from agent.replay import replay
+from tools.transcript import read_transcript
+
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
+FILES = sorted(TRANSCRIPTS.glob("*.jsonl"))
+
+EXPECTED = {
+    "healthy": ("no_fault_found", set()),
+    "script-changed": ("fault_found", {"script_changed"}),
+    "cache-wiped": ("fault_found", {"compile_cache_cold"}),
+    "checkpoint-truncated": ("fault_found", {"checkpoint_integrity"}),
+    "fx-race": ("fault_found", {"fx_trace_race", "dataset_shape_churn"}),
+    "incident-ssh": ("fault_found", {"fx_trace_race", "dataset_shape_churn"}),
+    "version-drift": ("fault_found", {"environment_drift"}),
+}
+
+
+def test_every_scenario_is_shipped() -> None:
+    assert {f.stem for f in FILES} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_replay_gives_the_recorded_verdicts(path: Path) -> None:
+    result = replay(path)
+    assert result.same, "\n".join(result.differences)
+    verdict, verified = EXPECTED[path.stem]
+    assert result.state.verdict == verdict
+    assert {h.kind for h in result.state.hypotheses if h.status == "verified"} == verified
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_transcripts_hide_the_recording_machine(path: Path) -> None:
+    """The recorder redacted its own checkout and home directory from what probes saw."""
+    header, _ = read_transcript(path)
+    assert header["redacted"].get("PATH", 0) > 0
+    assert "[REDACTED-PATH-" in path.read_text()
+
+
+def test_the_incident_path_went_through_ssh_and_pct() -> None:
+    """ssh, then `pct exec 200 --`, as the incident's engineers reached the trainer."""
+    header, events = read_transcript(TRANSCRIPTS / "incident-ssh.jsonl")
+    assert header["target"].startswith("ssh://") and header["target"].endswith("/pct:200")
+    commands = [e for e in events if e["type"] == "command"]
+    assert commands and all(e["target"] == header["target"] for e in commands)
+    recorded = load_recorded(TRANSCRIPTS / "incident-ssh.jsonl")
+    probes = {recorded.ledger.get(i).probe for i in recorded.state.facts}
+    assert {
+        "pyenv",
+        "checksums",
+        "caches",
+        "torch_source",
+        "checkpoints",
+        "trainlog",
+        "stdoutlog",
+    } <= probes
