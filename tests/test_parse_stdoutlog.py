@@ -162,3 +162,43 @@ def test_every_needle_is_in_its_pattern_matches() -> None:
     assert SIGNATURES
     for sig in SIGNATURES:
         assert sig.needles, sig.id
+
+
+@pytest.mark.slow
+def test_multi_gigabyte_stdout_log_in_bounded_memory(tmp_path: Path) -> None:
+    """A 3 GB console log (sparse middle): head and tail are scanned, the error in the
+    tail is found with its offset, and the child's peak RSS stays small."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    p = tmp_path / "train_stdout.log"
+    with p.open("wb") as f:
+        f.write(b"step 1\n" * 1000)
+        f.truncate(3 << 30)
+        f.seek(0, os.SEEK_END)
+        f.write(b"\n" + FX.encode() + b"\nKilled\n")
+    code = textwrap.dedent(f"""
+        import io, json
+        from tools.parsers import stdoutlog
+        with io.FileIO({str(p)!r}, "r") as f:
+            out = stdoutlog.scan(f)
+        hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0]
+        print(json.dumps({{"rss_mb": int(hwm.split()[1]) / 1024, "cov": out["coverage"],
+                          "fx": out["signatures"]["fx_nested_trace"],
+                          "tail": out["tail"][-1]}}))
+    """)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    out = json.loads(res.stdout)
+    assert out["cov"]["mode"] == "head+tail" and out["cov"]["bytes_read"] <= 512 << 20
+    assert out["fx"]["count"] == 1 and out["fx"]["first_line"] is None
+    assert out["fx"]["first_offset"] > 3 << 30
+    assert out["tail"] == "Killed"
+    assert out["rss_mb"] < 200, out

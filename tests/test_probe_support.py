@@ -121,7 +121,10 @@ def as_nobody(fn: Callable[[], Any]) -> Any:
     Root reads everything, so a "permission denied" test needs another user: the child
     drops its privileges for real (setgid/setuid), then the kernel refuses it access.
     When the tests do not run as root the child keeps the current user, which the
-    caller's chmod already locks out."""
+    caller's chmod already locks out. Whatever the child imports lazily must be imported
+    before the fork: the interpreter may live under /root, which nobody cannot read."""
+    import encodings.cp437  # noqa: F401 - zipfile decodes member names with it
+
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
