@@ -1,0 +1,19 @@
+"""Parsers for the trainer's logs, usable on their own (replays, a fresh log tail) and
+shipped inside the probe bundle (stdlib only, Python >= 3.8; see ``tools.bundle``).
+
+- ``trainlog.summarize(f, fields=..., throughput_unit=...)``: a ``train_log.jsonl``
+  summarised in bounded memory — steps, restarts, tokens/s and loss per series
+  (device/role), windowed medians, time gaps, malformed lines by reason.
+- ``stdoutlog.scan(f, extra=...)``: error signatures (the one table,
+  ``stdoutlog.SIGNATURES``) with counts and first/last lines, tracebacks with their
+  exception and thread, the last lines.
+
+Both take a binary file object; both read a file larger than ``max_scan`` as head
+plus tail, and say so in ``coverage``.
+"""
+
+from __future__ import annotations
+
+from tools.parsers import stdoutlog, trainlog
+
+__all__ = ["stdoutlog", "trainlog"]
