@@ -5,8 +5,10 @@ fails instead: CI must skip nothing it can run."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+import structlog
 
 pytest_plugins = ["tests.sshd", "tests.workspaces"]
 
@@ -28,3 +30,11 @@ def _isolated_state(
     """Every test gets its own XDG state dir, so no test writes into the user's home."""
     state = tmp_path_factory.mktemp("xdg-state")
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Iterator[None]:
+    """A test that runs the CLI in-process configures structlog (level filter included);
+    put the defaults back so the next test's capture_logs sees every event."""
+    yield
+    structlog.reset_defaults()
