@@ -21,13 +21,13 @@ from pathlib import Path
 
 os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="bench-state-"))
 
-from agent.replay import replay  # noqa: E402
-from agent.runner import build_doctor, record_outcome, run_session  # noqa: E402
-from agent.session import Session, SessionConfig  # noqa: E402
-from agent.state import DiagnosisState  # noqa: E402
-from tools.bundle import SweepSpec  # noqa: E402
-from tools.transcript import read_transcript  # noqa: E402
-from tools.transport import LocalTransport  # noqa: E402
+from agent.replay import replay
+from agent.runner import build_doctor, record_outcome, run_session
+from agent.session import Session, SessionConfig
+from agent.state import DiagnosisState
+from tools.bundle import SweepSpec
+from tools.transcript import read_transcript
+from tools.transport import LocalTransport
 
 EVENTS = 10_000
 
@@ -44,9 +44,18 @@ def make_transcript(root: Path) -> Path:
     _, events = read_transcript(session.transcript_path)
     result = LocalTransport().run(["true"])
     for n in range(EVENTS - len(events)):
-        session.record({"type": "command", "target": "local", "argv": ["echo", str(n)],
-                        "stdin_digest": "", "rc": result.rc, "stdout": f"{n}\n".encode(),
-                        "stderr": b"", "duration": result.duration})
+        session.record(
+            {
+                "type": "command",
+                "target": "local",
+                "argv": ["echo", str(n)],
+                "stdin_digest": "",
+                "rc": result.rc,
+                "stdout": f"{n}\n".encode(),
+                "stderr": b"",
+                "duration": result.duration,
+            }
+        )
     session.close()
     return session.transcript_path
 
@@ -63,9 +72,11 @@ def main() -> None:
         result = replay(path)
         times.append(time.perf_counter() - started)
         assert result.same, result.differences
-    print(f"events={len(events)} size={path.stat().st_size / 1e6:.1f}MB "
-          f"replay median={statistics.median(times):.3f}s "
-          f"min={min(times):.3f}s max={max(times):.3f}s runs={args.runs}")
+    print(
+        f"events={len(events)} size={path.stat().st_size / 1e6:.1f}MB "
+        f"replay median={statistics.median(times):.3f}s "
+        f"min={min(times):.3f}s max={max(times):.3f}s runs={args.runs}"
+    )
 
 
 if __name__ == "__main__":
