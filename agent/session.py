@@ -16,6 +16,7 @@ so is recorded.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -117,6 +118,12 @@ class Session:
                 "mode": config.mode,
                 "baseline": config.baseline,
                 "spec": config.spec.model_dump(mode="json") if config.spec else None,
+                # What the session was asked to do, as one comparable value.
+                "config_digest": hashlib.sha256(
+                    config.model_dump_json(
+                        include={"command", "target", "mode", "spec", "baseline"}
+                    ).encode()
+                ).hexdigest(),
             },
             redact_hosts=[parsed.host] if parsed.host else [],
             redact_paths=config.redact_paths,
