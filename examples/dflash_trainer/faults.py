@@ -1,7 +1,7 @@
 """Switches that put the trainer into the incident's failure families.
 
 Only two of them are emulations, and both say so in the checkpoint metadata
-(``emulations``): the torch <= 2.11 compile flag, and a recorded torch version that is
+(``emulations``): the torch <= 2.11 FX-tracing race, and a recorded torch version that is
 not the installed one. Everything else is torch behaving as installed.
 """
 
