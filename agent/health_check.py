@@ -33,10 +33,10 @@ from agent.rules.base import Rule
 from agent.runner import baseline_store, record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
-from tools.bundle import SweepResult, SweepSpec, build_plan, sweep
+from tools.bundle import SweepResult, SweepSpec, build_plan, parse_output, sweep
 from tools.errors import CommandTimeout, DoctorError, TransportError
 from tools.transport import SSHOptions, Transport
-from tools.transport.readonly import ReadOnlyTransport, probe_bundle
+from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
 
 log = structlog.get_logger(__name__)
 
@@ -129,7 +129,7 @@ def check_target(
             cancel.attach(guard, session)
         reserve = min(_AFTER_SWEEP, (deadline - started) * _AFTER_SWEEP_SHARE)
         gatherer = SweepGatherer(
-            guard, target.spec, session.ledger, run_sweep=_deadline_sweep(deadline - reserve)
+            guard, target.spec, session.ledger, run_sweep=deadline_sweep(deadline - reserve)
         )
         doctor = Doctor(
             ledger=session.ledger,
@@ -173,15 +173,24 @@ def guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
     )
 
 
-def _deadline_sweep(deadline: float) -> Any:
-    """``sweep`` with a timeout that ends by ``deadline`` (``time.monotonic()``)."""
+def deadline_sweep(deadline: float) -> Any:
+    """``tools.bundle.sweep`` with a timeout that ends by ``deadline``
+    (``time.monotonic()``), rendering the bundle one thread at a time (``render_bundle``:
+    checks of several targets run side by side)."""
 
     def run(transport: Transport, spec: SweepSpec, only: Iterable[str] | None = None) -> Any:
+        plan = build_plan(spec, only)
+        if not plan.runnable():
+            return sweep(transport, spec, only=only)  # sends nothing, renders nothing
         left = deadline - time.monotonic()
         if left < 1:
             raise CommandTimeout("no time left in the target's time limit for the sweep")
-        budget = build_plan(spec, only).budget()
-        result: SweepResult = sweep(transport, spec, only=only, timeout=min(budget, left))
+        script = render_bundle(plan)
+        bound = log.bind(target=getattr(transport, "name", "?"))
+        bound.info("sweep_started", probes=[p.name for p in plan.runnable()], bytes=len(script))
+        raw = transport.run(plan.argv, stdin=script, timeout=min(plan.budget(), left))
+        result: SweepResult = parse_output(raw, plan)
+        bound.info("sweep_finished", rc=raw.rc, duration=round(raw.duration, 3))
         return result
 
     return run

@@ -25,13 +25,17 @@ import pytest
 
 import agent
 from agent import health_junit
-from agent.facts import Fact
+from agent.facts import Fact, Ledger
+from agent.gather import SweepGatherer
+from agent.health_check import deadline_sweep
 from agent.runner import baseline_store
 from tests.conftest import need
 from tests.sshd import SSHServer, free_port
 from tests.test_cli import cli
-from tests.workspaces import Scenario, clone, gather_local, trainer
+from tests.workspaces import Scenario, clone, trainer
+from tools.bundle import SweepSpec
 from tools.transcript import read_transcript
+from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.ssh]
 
@@ -118,10 +122,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Fle
     root = tmp_path_factory.mktemp("fleet")
     workspaces = {name: clone(good_workspace, root / name) for name in ["healthy", *DAMAGE]}
     with ThreadPoolExecutor(len(workspaces)) as pool:  # one bundle per copy, side by side
-        facts = dict(zip(workspaces, pool.map(gather_local, workspaces.values()), strict=True))
+        facts = dict(zip(workspaces, pool.map(gather_good, workspaces.values()), strict=True))
     for name, (damage, _family, _sentence) in DAMAGE.items():
         assert trainer("break", damage, "--workspace", workspaces[name]).returncode == 0
     return Fleet(workspaces, facts)
+
+
+def gather_good(ws: Path) -> list[Fact]:
+    """``gather_local``, safe to run in several threads at once: health's own sweep
+    renders the bundle one thread at a time (see ``render_bundle``)."""
+    spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+    sweep = deadline_sweep(time.monotonic() + 600)
+    return SweepGatherer(LocalTransport(), spec, Ledger(), run_sweep=sweep)(None)
 
 
 def profile(path: Path, targets: dict[str, tuple[str, Path]]) -> Path:

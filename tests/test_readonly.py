@@ -6,18 +6,21 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.sshd import SSHServer
 from tests.test_ssh import options
-from tools.bundle import SweepSpec, build_plan, render, sweep
+from tools.bundle import Plan, SweepSpec, build_plan, render, sweep
 from tools.errors import ReadOnlyViolation, TransportError
-from tools.transport import Target, open_target
+from tools.transport import Target, open_target, readonly
 from tools.transport.base import KeyedStdin
-from tools.transport.readonly import ReadOnlyTransport, probe_bundle
+from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
 
 SPEC = SweepSpec(interpreter=sys.executable)
 ONLY = ["host"]  # the cheapest probe: these tests are about the guard, not the probes
@@ -143,3 +146,30 @@ def test_a_mutating_command_cannot_run_through_ssh_and_pct(
     assert result["host"].ok, result["host"].error
     value = result["host"].value
     assert isinstance(value, dict) and value["hostname"] == os.uname().nodename
+
+
+def test_bundles_render_one_thread_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.11's ast.parse can fail when two threads parse at once (gh-106905), and
+    rendering a bundle parses the probes' sources: health renders one thread at a time."""
+    lock = threading.Lock()
+    inside, peak = 0, 0
+    real = render  # what readonly calls: tools.bundle.render
+
+    def counting(plan: Plan) -> bytes:
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+        time.sleep(0.02)
+        try:
+            return real(plan)
+        finally:
+            with lock:
+                inside -= 1
+
+    monkeypatch.setattr(readonly, "render", counting)
+    plan = build_plan(SPEC, ONLY)
+    with ThreadPoolExecutor(4) as pool:
+        bundles = list(pool.map(lambda _: render_bundle(plan), range(8)))
+    assert peak == 1
+    assert len(set(bundles)) == 1

@@ -23,18 +23,31 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import structlog
 
-from tools.bundle import SweepSpec, build_plan, render
+from tools.bundle import Plan, SweepSpec, build_plan, render
 from tools.errors import ReadOnlyViolation
 from tools.transport.base import CommandResult, Transport
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["ReadOnlyCommand", "ReadOnlyTransport", "probe_bundle"]
+__all__ = ["ReadOnlyCommand", "ReadOnlyTransport", "probe_bundle", "render_bundle"]
+
+# ``render`` parses the probes' sources with ``ast.parse``, and CPython 3.11 can fail two
+# of those running at once in one process ("SystemError: AST constructor recursion depth
+# mismatch" when a garbage collection runs Python code mid-parse; CPython gh-106905). A
+# health check renders in one thread per target, so renders take turns.
+_RENDER_LOCK = threading.Lock()
+
+
+def render_bundle(plan: Plan) -> bytes:
+    """``tools.bundle.render``, one thread at a time."""
+    with _RENDER_LOCK:
+        return render(plan)
 
 
 def _content_digest(stdin: bytes | None) -> str:
@@ -60,7 +73,7 @@ def probe_bundle(spec: SweepSpec, only: Iterable[str] | None = None) -> ReadOnly
     plan = build_plan(spec, only)
     names = ",".join(p.name for p in plan.runnable()) or "none"
     return ReadOnlyCommand(
-        tuple(plan.argv), _content_digest(render(plan)), f"probe bundle ({names})"
+        tuple(plan.argv), _content_digest(render_bundle(plan)), f"probe bundle ({names})"
     )
 
 
