@@ -31,6 +31,7 @@ import functools
 import hashlib
 import json
 import math
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -308,11 +309,18 @@ def build_plan(spec: SweepSpec, only: Iterable[str] | None = None) -> Plan:
 # -- the bundle's text ------------------------------------------------------------------
 
 
+_PARSE_LOCK = threading.Lock()
+
+
 def _relative_imports(name: str, source: str) -> list[str]:
     """Bundle modules ``name`` (e.g. ``probes.trainlog``) imports relatively."""
     package = name.rsplit(".", 1)[0].split(".")
     found = []
-    for node in ast.walk(ast.parse(source)):
+    # CPython 3.11's ast.parse is not safe in two threads at once (gh-106905: "AST
+    # constructor recursion depth mismatch"); health renders bundles from several threads.
+    with _PARSE_LOCK:
+        tree = ast.parse(source)
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package[: len(package) - (node.level - 1)]
             stem = [*base, *(node.module.split(".") if node.module else [])]
