@@ -15,6 +15,12 @@ def configure_logging(*, json: bool = False, level: str = "info") -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    # paramiko logs its own tracebacks (a banner timeout, a reset) through the root
+    # logger's last-resort handler; we map those failures to one-line errors already, so
+    # its log would only be noise in a cron mail.
+    paramiko_log = logging.getLogger("paramiko")
+    paramiko_log.addHandler(logging.NullHandler())
+    paramiko_log.propagate = False
     renderer: structlog.typing.Processor
     if json:
         renderer = structlog.processors.JSONRenderer()
