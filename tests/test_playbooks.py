@@ -35,7 +35,7 @@ def site(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) -> Train
     shutil.rmtree(ws / "compile_cache")
     shutil.copytree(good_workspace / "compile_cache", ws / "compile_cache")
     # The configuration that crashed (see race_scenario), started again from scratch.
-    flags = ["--steps", "60", "--seed", race_seed(ws), "--emulate-torch211-race"]
+    flags = ["--steps", "30", "--seed", race_seed(ws), "--emulate-torch211-race"]
     line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL, *flags])
     (ws / "launch.sh").write_text(f"#!/bin/sh\n# the trainer's launch file\n{line}\n")
     return TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
