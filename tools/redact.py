@@ -87,8 +87,10 @@ class Redactor:
     def text(self, text: str) -> str:
         for path in self._paths:
             text = re.sub(
-                # A whole path: not the tail of a longer one, nor "//root@" in a URI.
-                rf"(?<![\w/.-]){re.escape(path)}(?=$|[/\s\"',:;)\]}}])",
+                # A whole path: not the tail of a longer one ("/x/root"), nor the user in
+                # "ssh://root@" (followed by "@"); a file:// URL or a JSON-escaped quote
+                # after it still counts.
+                rf"(?<![\w.-]){re.escape(path)}(?=$|[/\s\"'\\,:;)\]}}])",
                 lambda m: self._placeholder("PATH", m.group(0)),
                 text,
             )
