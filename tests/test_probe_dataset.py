@@ -28,6 +28,25 @@ def test_chat_messages_length(tmp_path: Path) -> None:
     assert f["text_field"] == "messages" and f["text_chars"]["max"] == 5
 
 
+def test_pretokenized_prompts_give_their_token_counts(tmp_path: Path) -> None:
+    """A ``tokens`` list is the sequence length the model sees: its distinct values are
+    the shapes a compiled model meets."""
+    p = tmp_path / "prompts.jsonl"
+    rows = [{"id": i, "tokens": list(range(n))} for i, n in enumerate((64, 64, 80, 96))]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = dataset.collect({"paths": [str(p)]}, Context())["files"][0]
+    assert f["token_field"] == "tokens"
+    tc = f["token_counts"]
+    assert (tc["count"], tc["min"], tc["max"], tc["distinct"]) == (4, 64, 96, 3)
+
+
+def test_text_prompts_have_no_token_counts(tmp_path: Path) -> None:
+    p = tmp_path / "prompts.jsonl"
+    p.write_text(json.dumps({"prompt": "abc"}) + "\n")
+    f = dataset.collect({"paths": [str(p)]}, Context())["files"][0]
+    assert f["token_field"] is None and f["token_counts"] == {"count": 0}
+
+
 def test_large_file_is_sampled_and_count_estimated(tmp_path: Path) -> None:
     """Past count_limit the line count is an estimate and says so."""
     p = tmp_path / "big.jsonl"

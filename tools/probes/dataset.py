@@ -5,8 +5,9 @@ speed) and estimated past it (from the sampled mean line length; the value says 
 Lengths come from a sample of lines spread evenly through the file (deterministic, so
 a replay sees the same numbers): the byte length of each line and, for JSON lines,
 the character length of the text field (``prompt``, ``text``, ``messages``, …; the
-profile can name it). The number of distinct lengths matters to torch.compile: every
-new sequence length can mean a recompile.
+profile can name it) and, for pre-tokenized prompts, the token count (the length of the
+``input_ids`` / ``token_ids`` / ``tokens`` list). The number of distinct lengths matters
+to torch.compile: every new sequence length can mean a recompile.
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 """
@@ -36,6 +37,9 @@ TEXT_FIELDS = (
     "conversation",
 )
 
+# Pre-tokenized prompts: a list whose length is the sequence length a model sees.
+TOKEN_FIELDS = ("input_ids", "token_ids", "tokens")
+
 
 class Dist(TypedDict, total=False):
     count: int
@@ -62,6 +66,8 @@ class DatasetFile(TypedDict, total=False):
     text_field: str | None
     line_bytes: Dist
     text_chars: Dist
+    token_field: str | None
+    token_counts: Dist
     entries: list[dict[str, Any]]  # for a directory: its files
     error: str
     error_kind: str
@@ -185,6 +191,8 @@ def one(path: str, params: dict[str, Any], pattern: str | None) -> DatasetFile:
             entry["lines"], entry["lines_exact"] = n, True
         field = params.get("text_field")
         chars: list[int] = []
+        tokens: list[int] = []
+        token_field: str | None = None
         ok = bad = 0
         for raw in lines:
             try:
@@ -199,9 +207,17 @@ def one(path: str, params: dict[str, Any], pattern: str | None) -> DatasetFile:
                 n_chars = text_length(d, field)
                 if n_chars is not None:
                     chars.append(n_chars)
+            if token_field is None and isinstance(d, dict):
+                token_field = next((k for k in TOKEN_FIELDS if isinstance(d.get(k), list)), None)
+            if token_field is not None and isinstance(d, dict):
+                ids = d.get(token_field)
+                if isinstance(ids, list):
+                    tokens.append(len(ids))
         entry["json_lines"], entry["not_json_lines"] = ok, bad
         entry["text_field"] = field
         entry["text_chars"] = distribution(chars)
+        entry["token_field"] = token_field
+        entry["token_counts"] = distribution(tokens)
     return entry
 
 
