@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from agent import __version__
+from agent import __version__, guided
 from agent.demo import run_demo
 from agent.facts import Ledger
 from agent.fixes import adapt
@@ -22,6 +22,7 @@ from agent.graph import build_graph, sqlite_checkpointer
 from agent.html_report import render_html
 from agent.logs import configure_logging
 from agent.nodes import Doctor
+from agent.proposer import KINDS, LLMProposer, load_model
 from agent.recorded import load_recorded
 from agent.replay import replay as replay_transcript
 from agent.report import build_report, render_markdown
@@ -302,6 +303,25 @@ def diagnose(
     config: ConfigOpt = None,
     baseline: BaselineOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    hypothesis: Annotated[
+        str | None,
+        typer.Option("--hypothesis", help="Test only this failure family (e.g. fx_trace_race)."),
+    ] = None,
+    interactive: Annotated[
+        bool | None,
+        typer.Option(
+            "--interactive/--non-interactive",
+            help="Ask at the menu after the verdict (default: when stdin is a terminal).",
+        ),
+    ] = None,
+    proposer: Annotated[
+        str | None,
+        typer.Option(
+            "--proposer",
+            help="MODULE:FACTORY returning a LangChain chat model that may propose hypotheses.",
+        ),
+    ] = None,
     plan_only: Annotated[
         bool,
         typer.Option("--plan-only", help="Show the fix a verified fault unlocks; write nothing."),
@@ -318,6 +338,10 @@ def diagnose(
     retries: RetriesOpt = 3,
 ) -> None:
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
+    if hypothesis is not None and hypothesis not in KINDS:
+        raise UsageError(f"--hypothesis {hypothesis!r}: not one of {', '.join(KINDS)}")
+    if proposer is not None:
+        load_model(proposer)  # a proposer that cannot be built fails before anything runs
     if baseline is not None:
         baseline_store().load(baseline)  # an unknown baseline fails before anything runs
     ssh = ssh_options(
@@ -332,13 +356,20 @@ def diagnose(
             baseline=baseline,
             ssh=ssh_dict(ssh),
             redact_paths=redact_path or [],
+            proposer=proposer,
         )
     )
     structlog.contextvars.bind_contextvars(session=session.id)
+    ask = sys.stdin.isatty() if interactive is None else interactive
     start = DiagnosisState(
-        target=str(resolved.uri), mode="guided", baseline=baseline, plan_only=plan_only
+        target=str(resolved.uri),
+        mode="guided",
+        baseline=baseline,
+        plan_only=plan_only,
+        focus=[hypothesis] if hypothesis else [],
+        interactive=ask,
     )
-    _drive(session, start, fmt)
+    _drive(session, start, "json" if as_json else fmt, ask)
 
 
 @app.command(help="Continue a session after a crash, or answer its pending approval.")
@@ -348,17 +379,22 @@ def resume(
         bool | None, typer.Option("--approve/--decline", help="Answer the pending approval.")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
     session = Session.reopen(session_id)
     structlog.contextvars.bind_contextvars(session=session.id)
-    _drive(session, None, fmt, answer=approve)
+    _drive(session, None, "json" if as_json else fmt, sys.stdin.isatty(), answer=approve)
 
 
 def _drive(
-    session: Session, start: DiagnosisState | None, fmt: str, answer: bool | None = None
+    session: Session,
+    start: DiagnosisState | None,
+    fmt: str,
+    interactive: bool,
+    answer: bool | None = None,
 ) -> None:
     assert session.config is not None and session.config.spec is not None
-    interactive = sys.stdin.isatty()
+    err = Console(stderr=True)
     try:
         transport = session.target(session.config.target)
         spec = session.config.spec
@@ -373,22 +409,46 @@ def _drive(
             if spec.workspace
             else {}
         )
-        doctor = build_doctor(session, transport, spec, approver="human", playbooks=playbooks)
+        proposers = (
+            [LLMProposer(load_model(session.config.proposer), PROBES)]
+            if session.config.proposer
+            else []
+        )
+        doctor = build_doctor(
+            session,
+            transport,
+            spec,
+            approver="human",
+            playbooks=playbooks,
+            proposers=proposers,
+        )
         reply = None
         if answer is not None:
             pending = _pending_question(session, doctor)
+            if pending is not None and pending.get("question") == "next":
+                raise UsageError(
+                    f"session {session.id} waits at the menu, not for an approval: "
+                    f"run `dflash-doctor resume {session.id}` in a terminal"
+                )
             reply = {"approve": answer, "digest": (pending or {}).get("plan", {}).get("digest")}
         outcome = run_session(session, doctor, start=start, answer=reply)
         while outcome.paused is not None and interactive:
-            plan = outcome.paused.get("plan", {})
-            Console(stderr=True).print(
-                f"fix {plan.get('playbook')} answers {plan.get('hypothesis')}: "
-                + "; ".join(plan.get("steps", []))
-            )
-            ok = typer.confirm("apply this fix?", default=False)
-            outcome = run_session(
-                session, doctor, answer={"approve": ok, "digest": plan.get("digest")}
-            )
+            question = outcome.paused
+            if question.get("question") == "next":
+                guided.show(err, build_report(outcome.state, session.ledger, session.id))
+                reply = guided.ask_next(question, _prompt, err.print)
+            else:
+                plan = question.get("plan", {})
+                err.print(
+                    f"fix {plan.get('playbook')} answers {plan.get('hypothesis')}: "
+                    + "; ".join(plan.get("steps", [])),
+                    markup=False,
+                )
+                for change in plan.get("changes", []):
+                    err.print(change.get("diff", ""), markup=False)
+                ok = typer.confirm("apply this fix?", default=False, err=True)
+                reply = {"approve": ok, "digest": plan.get("digest")}
+            outcome = run_session(session, doctor, answer=reply)
         record_outcome(session, outcome.state)
     finally:
         session.close()
@@ -398,10 +458,23 @@ def _drive(
     else:
         Console().print(Markdown(render_markdown(report)))
     if outcome.paused is not None:
-        typer.echo(
-            f"paused for approval: dflash-doctor resume {session.id} --approve (or --decline)",
-            err=True,
-        )
+        if outcome.paused.get("question") == "next":
+            hint = f"paused at the menu: run `dflash-doctor resume {session.id}` in a terminal"
+        else:
+            hint = (
+                f"paused for approval: dflash-doctor resume {session.id} --approve (or --decline)"
+            )
+        typer.echo(hint, err=True)
+    elif outcome.state.verdict is None:
+        raise typer.Exit(1)  # no verdict reached (see the log for why)
+
+
+def _prompt(text: str) -> str:
+    """A line from the terminal; end of input is the answer "stop"."""
+    try:
+        return str(typer.prompt(text, default="", show_default=False, err=True))
+    except (typer.Abort, EOFError):
+        return "stop"
 
 
 def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None:

@@ -1,8 +1,10 @@
 """The diagnosis graph, wiring only; the nodes live in ``agent.nodes``.
 
     gather -> diff_baseline -> family_<kind> (one typed node per failure family, fanned
-    out with Send) -> verify -> report
+    out with Send; plus ``propose`` when an LLM proposer is configured) -> verify -> report
                              \\-> plan_fix -> approve -> apply -> confirm -> report
+                             \\-> guide (the guided menu, an interrupt) -> probe_more ->
+                                 family_<kind> … (a new round) | plan_fix | report
 
 ``health`` mode builds the graph without the fix branch at all: there is no path from
 verify to a node that could change a target.
@@ -39,6 +41,9 @@ CHECKPOINT_TYPES = [
     ("agent.claims", "Ref"),
     *[("agent.claims", cls.__name__) for cls in PREDICATES],
     ("agent.baseline", "DiffEntry"),
+    ("agent.state", "Choice"),
+    ("agent.state", "Refusal"),
+    ("agent.state", "Answer"),
 ]
 
 
@@ -65,6 +70,9 @@ def build_graph(
         graph.add_node(name, family)
         graph.add_edge(name, "verify")
         families.append(name)
+    graph.add_node("propose", nodes.propose)
+    graph.add_edge("propose", "verify")
+    families.append("propose")
     graph.add_node("verify", nodes.verify_all)
     graph.add_node("report", nodes.report)
 
@@ -76,7 +84,15 @@ def build_graph(
         graph.add_node("approve", nodes.approve)
         graph.add_node("apply", nodes.apply)
         graph.add_node("confirm", nodes.confirm)
-        graph.add_conditional_edges("verify", nodes.route_after_verify, ["plan_fix", "report"])
+        graph.add_node("guide", nodes.guide)
+        graph.add_node("probe_more", nodes.probe_more)
+        graph.add_conditional_edges(
+            "verify", nodes.route_after_verify, ["guide", "plan_fix", "report"]
+        )
+        graph.add_conditional_edges(
+            "guide", nodes.route_after_guide, ["probe_more", "plan_fix", "report"]
+        )
+        graph.add_conditional_edges("probe_more", nodes.fan_out, families)
         graph.add_conditional_edges("plan_fix", nodes.route_after_plan, ["approve", "report"])
         graph.add_conditional_edges("approve", nodes.route_after_approve, ["apply", "report"])
         graph.add_edge("apply", "confirm")

@@ -64,6 +64,11 @@ class Hypothesis(BaseModel):
     unlocks: tuple[str, ...] = ()
     status: Status = "untested"
     verdicts: tuple[Verdict, ...] = ()
+    # Who proposed it: "rule" or "llm:<model>". The checker does not care; readers do.
+    source: str = "rule"
+    # Claims a proposer sent that could not even be formed (free text, no citation, not
+    # a known predicate), each with the reason; they count as rejected verdicts.
+    rejected: tuple[Verdict, ...] = ()
     # How strongly the facts point here, for ranking: see ``rank``.
     weight: int = Field(default=1, ge=0)
 
@@ -83,7 +88,7 @@ class Hypothesis(BaseModel):
 
 
 def verify(hypothesis: Hypothesis, ledger: Ledger) -> Hypothesis:
-    verdicts = tuple(check(claim, ledger) for claim in hypothesis.claims)
+    verdicts = hypothesis.rejected + tuple(check(claim, ledger) for claim in hypothesis.claims)
     outcomes = {v.outcome for v in verdicts}
     status: Status
     if not verdicts:

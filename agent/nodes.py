@@ -11,7 +11,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import structlog
 from langgraph.runtime import Runtime
@@ -20,10 +20,14 @@ from langgraph.types import Send, interrupt
 from agent.baseline import Baselines, Comparable, diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
 from agent.facts import Fact, Ledger
-from agent.hypotheses import rank, verify
+from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence, Rule
-from agent.state import DiagnosisState, FixOutcome, FixPlan
+from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
+from tools.bundle import PROBES
 from tools.errors import DoctorError
+
+if TYPE_CHECKING:
+    from agent.proposer import Proposed
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +47,14 @@ class Playbook(Protocol):
     def apply(self, plan: FixPlan, evidence: Evidence) -> FixOutcome: ...
 
 
+class Proposer(Protocol):
+    """Anything besides the rules that proposes hypotheses (an LLM: ``agent.proposer``)."""
+
+    name: str
+
+    def propose(self, evidence: Evidence) -> Proposed: ...
+
+
 Approver = Callable[[FixPlan], tuple[bool, str]] | Literal["human", "never"]
 
 
@@ -58,6 +70,7 @@ class Doctor:
     playbooks: Mapping[str, Playbook] = field(default_factory=dict)
     approver: Approver = "never"
     sanitize: Callable[[Fact], Fact] | None = None
+    proposers: Sequence[Proposer] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def gather_missing(self, have: Sequence[str], needs: frozenset[str]) -> list[Fact]:
@@ -100,7 +113,17 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
 
 
 def fan_out(state: DiagnosisState, runtime: Runtime[Doctor]) -> list[Send]:
-    return [Send(family_node_name(rule), state) for rule in runtime.context.rules]
+    """One typed node per failure family (only the asked-about ones under ``focus``),
+    and the proposers' node when there are any; all run side by side."""
+    doctor = runtime.context
+    sends = [
+        Send(family_node_name(rule), state)
+        for rule in doctor.rules
+        if not state.focus or rule.kind in state.focus
+    ]
+    if doctor.proposers:
+        sends.append(Send("propose", state))
+    return sends
 
 
 def family_node_name(rule: Rule) -> str:
@@ -117,22 +140,52 @@ def make_family_node(
         doctor = runtime.context
         new = doctor.gather_missing(state.facts, rule.needs)
         ids = [*state.facts, *(f.id for f in new if f.id not in state.facts)]
-        proposed = rule.propose(Evidence(doctor.ledger, ids, state.diff))
-        return {"facts": [f.id for f in new], "proposed": proposed}
+        evidence = Evidence(doctor.ledger, ids, state.diff)
+        proposed = rule.propose(evidence)
+        looked_at = [f.id for f in map(evidence.latest, sorted(rule.needs)) if f is not None]
+        return {
+            "facts": [f.id for f in new],
+            "proposed": proposed,
+            "examined": {rule.kind: looked_at},
+        }
 
     family.__name__ = f"family_{rule.kind}"
     return family
 
 
+def propose(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    """The optional proposers, on the same evidence the rules see. Their hypotheses go
+    through the same ``verify`` as a rule's; what could not be read is refused here."""
+    doctor = runtime.context
+    evidence = _evidence(state, doctor)
+    hypotheses: list[Hypothesis] = []
+    refused: list[Refusal] = []
+    answers: list[Answer] = []
+    for proposer in doctor.proposers:
+        said = proposer.propose(evidence)
+        hypotheses += said.hypotheses
+        refused += [Refusal(source=said.source, reason=r) for r in said.refused]
+        answers.append(Answer(source=said.source, text=said.answer))
+        log.info("proposed", source=said.source, hypotheses=len(said.hypotheses))
+    return {"proposed": hypotheses, "refused": refused, "answers": answers}
+
+
+def _for_lack_of_facts(h: Hypothesis) -> bool:
+    """Unverifiable because a fact was missing or failed, not because a proposer sent a
+    claim that was rejected: only the former makes the evidence insufficient."""
+    return h.status == "unverifiable" and all(v.outcome != "rejected" for v in h.verdicts)
+
+
 def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     doctor = runtime.context
-    checked = rank([verify(h, doctor.ledger) for h in state.proposed])
+    asked = [h for h in state.proposed if not state.focus or h.kind in state.focus]
+    checked = rank([verify(h, doctor.ledger) for h in asked])
     probes_failed = sorted(
         {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
     )
     if any(h.status == "verified" for h in checked):
         verdict = "fault_found"
-    elif any(h.status == "unverifiable" for h in checked):
+    elif any(_for_lack_of_facts(h) for h in checked):
         verdict = "insufficient_evidence"
     else:
         verdict = "no_fault_found"
@@ -148,15 +201,74 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
 
 def route_after_verify(
     state: DiagnosisState, runtime: Runtime[Doctor]
-) -> Literal["plan_fix", "report"]:
-    if state.mode == "health" or not state.offered or runtime.context.approver == "never":
+) -> Literal["guide", "plan_fix", "report"]:
+    if state.mode == "health":
+        return "report"
+    if state.interactive and state.mode in ("guided", "replay"):
+        return "guide"
+    if not state.offered or runtime.context.approver == "never":
         return "report"
     return "plan_fix"
 
 
+def guide(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    """The guided menu: the engineer has seen the evidence and the ranked hypotheses and
+    says what next. An interrupt, and nothing else here: on resume the node starts over."""
+    answer = interrupt(
+        {
+            "question": "next",
+            "hypotheses": [{"kind": h.kind, "status": h.status} for h in state.hypotheses],
+            "offered": state.offered,
+            "kinds": [rule.kind for rule in runtime.context.rules],
+            "probes": list(PROBES),
+            "focus": state.focus,
+        }
+    )
+    try:
+        choice = Choice.model_validate(answer)
+    except ValueError:
+        # An answer that is not a menu choice (a stray ``--approve``, say) ends the
+        # session with the report, rather than guessing what was meant.
+        choice = Choice(action="stop")
+    if choice.action == "fix" and choice.playbook not in state.offered:
+        choice = Choice(action="stop")
+    return {"choices": [choice]}
+
+
+def route_after_guide(state: DiagnosisState) -> Literal["probe_more", "plan_fix", "report"]:
+    action = state.choice.action if state.choice else "stop"
+    if action in ("test", "probe"):
+        return "probe_more"
+    return "plan_fix" if action == "fix" else "report"
+
+
+def probe_more(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    """Fresh facts for what the engineer asked: the named family's probes, or the named
+    probes; then a new round of proposals (only the families in focus)."""
+    doctor = runtime.context
+    assert state.choice is not None
+    focus = state.focus
+    wanted: set[str] = set(state.choice.probes)
+    if state.choice.action == "test":
+        focus = [state.choice.kind] if state.choice.kind else []
+        for rule in doctor.rules:
+            if not focus or rule.kind in focus:
+                wanted |= rule.needs
+    facts = doctor.gather(frozenset(wanted)) if wanted else []
+    log.info("probed again", probes=sorted(wanted), facts=len(facts))
+    return {
+        "facts": [f.id for f in facts],
+        "focus": focus,
+        "proposed": None,
+        "refused": None,
+        "rounds": state.rounds + 1,
+    }
+
+
 def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     doctor = runtime.context
-    playbook = doctor.playbooks[state.offered[0]]
+    chosen = state.choice.playbook if state.choice and state.choice.action == "fix" else None
+    playbook = doctor.playbooks[chosen or state.offered[0]]
     try:
         plan = playbook.plan(_evidence(state, doctor))
     except DoctorError as exc:

@@ -10,7 +10,7 @@ from typing import Any
 from agent.baseline import DiffEntry
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis
-from agent.state import DiagnosisState, FixOutcome, FixPlan
+from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
 from tools.errors import TranscriptError
 from tools.transcript import read_transcript
 
@@ -60,5 +60,10 @@ def load_recorded(path: Path) -> Recorded:
         approved=approval["approved"] if approval else None,
         approved_by=approval["by"] if approval else "",
         outcome=applied,
+        focus=verdict.get("focus") or [],
+        examined=verdict.get("examined") or {},
+        refused=[Refusal.model_validate(e) for e in events if e["type"] == "refused"],
+        answers=[Answer.model_validate(e) for e in events if e["type"] == "answer"],
+        choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],
     )
     return Recorded(header=header, state=state, ledger=ledger)

@@ -9,11 +9,16 @@ command the graph asks for that the recording does not hold, is an error (exit 2
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from agent.baseline import Snapshot
 from agent.comparables import comparables
@@ -22,11 +27,13 @@ from agent.gather import SweepGatherer
 from agent.graph import build_graph
 from agent.hypotheses import Hypothesis
 from agent.nodes import Doctor
+from agent.proposer import Proposed, parse_answer
 from agent.rules import default_rules
-from agent.rules.base import Rule
-from agent.state import DiagnosisState
+from agent.rules.base import Evidence, Rule
+from agent.state import Answer, Choice, DiagnosisState
 from tools.bundle import SweepSpec
 from tools.errors import TranscriptError
+from tools.probes import PROBES
 from tools.transcript import read_transcript
 from tools.transport.record import ReplayTransport
 
@@ -66,6 +73,47 @@ def _hypothesis_lines(hypotheses: list[Hypothesis]) -> list[str]:
     return lines
 
 
+class RecordedProposer:
+    """A proposer that says again what it said when the session was recorded: the
+    model is not called (nor needed) on replay, its answers are evidence like commands."""
+
+    def __init__(self, source: str, texts: list[str | None]) -> None:
+        self.name = source
+        self._texts = deque(texts)
+
+    @classmethod
+    def for_answers(cls, answers: list[Answer]) -> list[RecordedProposer]:
+        by_source: dict[str, list[str | None]] = {}
+        for answer in answers:
+            by_source.setdefault(answer.source, []).append(answer.text)
+        return [cls(source, texts) for source, texts in by_source.items()]
+
+    def propose(self, evidence: Evidence) -> Proposed:
+        if not self._texts:
+            raise TranscriptError(f"{self.name} was asked more often than the transcript holds")
+        text = self._texts.popleft()
+        if text is None:
+            return Proposed(self.name, None, [], ["the model failed (as recorded)"])
+        return parse_answer(text, self.name, frozenset(PROBES))
+
+
+def _run(doctor: Doctor, start: DiagnosisState, choices: list[Choice]) -> DiagnosisState:
+    """The graph once, or, for a guided session, once per recorded menu answer, in order.
+    A replay never fixes anything: a recorded choice to fix ends it there."""
+    if not choices:
+        final = build_graph(doctor.rules, fixes=False).invoke(start, context=doctor)
+        return DiagnosisState.model_validate(final)
+    graph = build_graph(doctor.rules, checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "replay"}, "recursion_limit": 1000}
+    result = graph.invoke(start, config, context=doctor)
+    answers = [c.model_dump(mode="json") for c in choices if c.action in ("test", "probe")]
+    for answer in [*answers, {"action": "stop"}]:
+        if not result.get("__interrupt__"):
+            break
+        result = graph.invoke(Command(resume=answer), config, context=doctor)
+    return DiagnosisState.model_validate(graph.get_state(config).values)
+
+
 def replay(path: Path, rules: Sequence[Rule] | None = None) -> ReplayResult:
     header, events = read_transcript(path)
     spec_data = header.get("spec")
@@ -82,6 +130,8 @@ def replay(path: Path, rules: Sequence[Rule] | None = None) -> ReplayResult:
     baseline_facts = [
         Fact.model_validate(e["fact"]) for e in events if e["type"] == "fact" and e.get("baseline")
     ]
+    answers = [Answer.model_validate(e) for e in events if e["type"] == "answer"]
+    choices = [Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"]
     doctor = Doctor(
         ledger=ledger,
         gather=SweepGatherer(ReplayTransport(events, target), spec, ledger),
@@ -89,10 +139,16 @@ def replay(path: Path, rules: Sequence[Rule] | None = None) -> ReplayResult:
         comparables=comparables,
         baselines=RecordedBaselines(header.get("baseline"), target, baseline_facts),
         approver="never",
+        proposers=RecordedProposer.for_answers(answers),
     )
-    start = DiagnosisState(target=target, mode="replay", baseline=header.get("baseline"))
-    final = build_graph(doctor.rules, fixes=False).invoke(start, context=doctor)
-    state = DiagnosisState.model_validate(final)
+    start = DiagnosisState(
+        target=target,
+        mode="replay",
+        baseline=header.get("baseline"),
+        focus=recorded_verdict.get("focus") or [],
+        interactive=bool(choices),
+    )
+    state = _run(doctor, start, choices)
     recorded = [
         Hypothesis.model_validate(e["hypothesis"]) for e in events if e["type"] == "hypothesis"
     ]

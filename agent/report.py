@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from agent.claims import Verdict as ClaimVerdict
 from agent.facts import Ledger
 from agent.hypotheses import TITLES
 from agent.state import DiagnosisState
@@ -36,10 +37,28 @@ class Section(BaseModel):
     lines: list[Line]
 
 
+class ClaimDoc(BaseModel):
+    text: str
+    cites: list[str]
+    status: str
+
+
+class HypothesisDoc(BaseModel):
+    kind: str
+    status: str
+    source: str
+    claims: list[ClaimDoc]
+
+
 class Report(BaseModel):
+    """The report; as JSON it is the document scripts read (``diagnose --json``):
+    ``session``, ``verdict``, ``hypotheses`` (kind, status, claims with text, cites and
+    status), ``facts`` (each with the command that produced it), and the sections."""
+
     target: str
     session: str
     verdict: str
+    hypotheses: list[HypothesisDoc]
     sections: list[Section]
     facts: list[dict[str, Any]]
 
@@ -65,7 +84,39 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         ]
         if hyp.status == "verified" and hyp.unlocks:
             lines.append(Line(text=f"unlocks playbooks: {', '.join(hyp.unlocks)}", cites=[]))
+        if hyp.source != "rule":
+            lines.append(Line(text=f"proposed by {hyp.source}", cites=[]))
         sections.append(Section(title=TITLES[hyp.kind], status=hyp.status, lines=lines))
+    if state.refused:
+        sections.append(
+            Section(
+                title="refused proposals",
+                lines=[
+                    Line(text=f"{r.source}: {r.reason}", cites=[], outcome="rejected")
+                    for r in state.refused
+                ],
+            )
+        )
+    if state.examined and state.verdict is not None:
+        # "No fault found" is an answer only together with what was checked.
+        sections.append(
+            Section(
+                title="what was checked",
+                lines=[
+                    Line(
+                        text=f"{kind}: "
+                        + (
+                            f"{n} hypothesis(es) formed"
+                            if (n := sum(h.kind == kind for h in state.hypotheses))
+                            else "no hypothesis formed from its facts"
+                        ),
+                        cites=ids,
+                    )
+                    for kind, ids in sorted(state.examined.items())
+                    if not state.focus or kind in state.focus
+                ],
+            )
+        )
     if state.diff:
         sections.append(
             Section(
@@ -129,9 +180,27 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         }
         for f in (ledger.get(i) for i in [*state.facts, *state.baseline_facts])
     ]
+    hypotheses = [
+        HypothesisDoc(
+            kind=h.kind,
+            status=h.status,
+            source=h.source,
+            claims=[_claim_doc(v) for v in h.verdicts],
+        )
+        for h in state.hypotheses
+    ]
     return Report(
-        target=state.target, session=session, verdict=verdict, sections=sections, facts=facts
+        target=state.target,
+        session=session,
+        verdict=verdict,
+        hypotheses=hypotheses,
+        sections=sections,
+        facts=facts,
     )
+
+
+def _claim_doc(v: ClaimVerdict) -> ClaimDoc:
+    return ClaimDoc(text=v.sentence, cites=list(v.cites), status=v.outcome)
 
 
 _MARK = {"holds": "✔", "fails": "✘", "unverifiable": "?", "rejected": "!", "info": "·"}

@@ -13,7 +13,7 @@ from agent.baseline import BaselineStore
 from agent.comparables import comparables
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
-from agent.nodes import Approver, Doctor, Playbook
+from agent.nodes import Approver, Doctor, Playbook, Proposer
 from agent.rules import default_rules
 from agent.rules.base import Rule
 from agent.session import Session, app_state
@@ -42,6 +42,7 @@ def build_doctor(
     playbooks: Mapping[str, Playbook] | None = None,
     rules: Sequence[Rule] | None = None,
     baselines: BaselineStore | None = None,
+    proposers: Sequence[Proposer] = (),
 ) -> Doctor:
     return Doctor(
         ledger=session.ledger,
@@ -52,6 +53,7 @@ def build_doctor(
         playbooks=dict(playbooks or {}),
         approver=approver,
         sanitize=session.sanitize,
+        proposers=proposers,
     )
 
 
@@ -100,6 +102,12 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
         session.record({"type": "fact", "baseline": baseline, "fact": fact.model_dump(mode="json")})
     for entry in state.diff:
         session.record({"type": "diff", "entry": entry.model_dump(mode="json")})
+    for answer in state.answers:
+        session.record({"type": "answer", **answer.model_dump(mode="json")})
+    for refusal in state.refused:
+        session.record({"type": "refused", **refusal.model_dump(mode="json")})
+    for choice in state.choices:
+        session.record({"type": "choice", "choice": choice.model_dump(mode="json")})
     for hyp in state.hypotheses:
         session.record({"type": "hypothesis", "hypothesis": hyp.model_dump(mode="json")})
     if state.plan is not None:
@@ -114,5 +122,7 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
             "missing": state.missing,
             "baseline": state.baseline,
             "mode": state.mode,
+            "focus": state.focus,
+            "examined": state.examined,
         }
     )

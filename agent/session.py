@@ -66,6 +66,8 @@ class SessionConfig(BaseModel):
     baseline: str | None = None
     ssh: dict[str, Any] = Field(default_factory=dict)
     redact_paths: list[str] = Field(default_factory=list)
+    proposer: str | None = None
+    """``MODULE:FACTORY`` of an optional LangChain chat model that proposes hypotheses."""
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
     def ssh_options(self) -> SSHOptions:

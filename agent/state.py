@@ -5,14 +5,26 @@ checkpointer stores the state after every node (that is what makes ``resume`` wo
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from agent.baseline import DiffEntry
 from agent.claims import Verdict as ClaimVerdict
-from agent.hypotheses import Hypothesis
+from agent.hypotheses import Hypothesis, Kind
 from playbooks.base import FixOutcome, FixPlan
+
+__all__ = [
+    "Answer",
+    "Choice",
+    "DiagnosisState",
+    "FixOutcome",
+    "FixPlan",
+    "Mode",
+    "Refusal",
+    "Verdict",
+]
+T = TypeVar("T")
 
 
 def _union(left: list[str], right: list[str]) -> list[str]:
@@ -20,9 +32,45 @@ def _union(left: list[str], right: list[str]) -> list[str]:
     return left + [r for r in right if r not in left]
 
 
+def _round(left: list[T], right: list[T] | None) -> list[T]:
+    """Appends what nodes running side by side add; ``None`` starts a new round (a guided
+    session re-runs the families after more probes, and only the new proposals count)."""
+    return [] if right is None else left + right
+
+
+def _merge(left: dict[str, list[str]], right: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {**left, **right}
+
+
+class Choice(BaseModel):
+    """The engineer's answer at the guided menu."""
+
+    action: Literal["test", "probe", "fix", "stop"]
+    kind: Kind | None = None
+    """``test``: the family to test (None: all of them again)."""
+    probes: list[str] = Field(default_factory=list)
+    """``probe``: which probes to run again, for fresh facts."""
+    playbook: str | None = None
+    """``fix``: which offered playbook to plan."""
+
+
+class Refusal(BaseModel):
+    """Part of a proposer's answer that could not be read as a hypothesis, and why."""
+
+    source: str
+    reason: str
+
+
+class Answer(BaseModel):
+    """A proposer's raw answer, kept so that the transcript (and a replay) has it."""
+
+    source: str
+    text: str | None
+
+
 Mode = Literal["guided", "demo", "health", "replay"]
 
-__all__ = ["DiagnosisState", "FixOutcome", "FixPlan", "Mode", "Verdict"]
+
 Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence"]
 
 
@@ -39,8 +87,20 @@ class DiagnosisState(BaseModel):
     ``facts`` so that rules never mistake the known good state for the present one."""
     diff: list[DiffEntry] = Field(default_factory=list)
     """Fact-by-fact differences between the baseline and now."""
-    proposed: Annotated[list[Hypothesis], operator.add] = Field(default_factory=list)
-    """What the family nodes proposed, before verification."""
+    proposed: Annotated[list[Hypothesis], _round] = Field(default_factory=list)
+    """What the family nodes (and any proposer) proposed this round, before verification."""
+    refused: Annotated[list[Refusal], _round] = Field(default_factory=list)
+    answers: Annotated[list[Answer], operator.add] = Field(default_factory=list)
+    """Every proposer answer of every round, in order (a replay feeds them back)."""
+    examined: Annotated[dict[str, list[str]], _merge] = Field(default_factory=dict)
+    """Per family: the facts its rule looked at, so "no fault found" says what was checked."""
+    focus: list[Kind] = Field(default_factory=list)
+    """The families the engineer asked about (``--hypothesis``); empty: all of them."""
+    interactive: bool = False
+    """A human is at a terminal: after the verdict, show the menu (an interrupt)."""
+    choices: Annotated[list[Choice], operator.add] = Field(default_factory=list)
+    """Every answer given at the menu, in order (a replay feeds them back)."""
+    rounds: int = 1
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     """Verified-status, ranked."""
     verdict: Verdict | None = None
@@ -57,3 +117,8 @@ class DiagnosisState(BaseModel):
     """Stop after the plan: show what would change, write nothing."""
     verification: list[ClaimVerdict] = Field(default_factory=list)
     """The fix's verification, as claims checked on the facts observed after it."""
+
+    @property
+    def choice(self) -> Choice | None:
+        """The latest answer at the menu."""
+        return self.choices[-1] if self.choices else None

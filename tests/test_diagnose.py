@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from agent.facts import Ledger
 from agent.report import build_report, render_markdown
@@ -123,6 +124,20 @@ def test_the_incident_fx_race_after_the_dataset_grew(race_scenario: Scenario) ->
     assert statuses(state)["dataset_shape_churn"] == {"verified"}
     assert "Detected that you are using FX to symbolically trace" in report
     assert "compiled wrappers bind the FX check at creation = True" in report
+    # The incident's own question: the environment did not change, so it is not blamed;
+    # the race is found citing the error line, the threads, the new shapes, the build.
+    assert statuses(state).get("environment_drift", {"refuted"}) == {"refuted"}
+    race = next(h for h in state.hypotheses if h.kind == "fx_trace_race")
+    said = [v.sentence for v in race.verdicts]
+    assert all(v.outcome == "holds" and v.cites for v in race.verdicts), said
+    for needle in (
+        "first FX-trace error",
+        "exceptions escaping a thread",
+        "worker mode the trainer recorded (one per device) = 'threads'",
+        "longest prompt",
+        "installed torch build = '" + torch.__version__ + "'",
+    ):
+        assert any(needle in line for line in said), (needle, said)
     assert_grounded(state, ledger, report)
 
 

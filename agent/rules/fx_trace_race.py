@@ -9,7 +9,7 @@ compile alone is enough to set it off (torch <= 2.11; see ../shared/experiments)
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, Claim, Contains, Equal
+from agent.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, has, ref
 
@@ -18,7 +18,7 @@ FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimi
 
 class FxTraceRace:
     kind: Kind = "fx_trace_race"
-    needs = frozenset({"stdoutlog", "torch_source"})
+    needs = frozenset({"stdoutlog", "torch_source", "checkpoints", "pyenv"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         log = evidence.latest("stdoutlog")
@@ -54,6 +54,9 @@ class FxTraceRace:
                     )
                 )
             )
+        if isinstance(count, int) and count > 0:
+            # With the error in hand, where it struck: threads, new shapes, torch build.
+            claims += self._setting(evidence)
         if source is not None:
             claims.append(
                 Claim(
@@ -105,3 +108,26 @@ class FxTraceRace:
                 weight=weight + 2,
             )
         ]
+
+    def _setting(self, evidence: Evidence) -> list[Claim]:
+        """Where the race lives, as the incident asked: the workers were threads of one
+        process (one per device), the dataset brought shapes the baseline never compiled,
+        and which torch build ran. Each only when its fact holds a value to check."""
+        claims: list[Claim] = []
+        ckpt = evidence.latest("checkpoints")
+        workers = ("steps", -1, "metadata", "config", "workers")
+        if ckpt is not None and has(ckpt, *workers):
+            label = "worker mode the trainer recorded (one per device)"
+            claims.append(
+                Claim(predicate=Equal(a=ref(ckpt, *workers, label=label), value="threads"))
+            )
+        longest = next(
+            (d for d in evidence.differing() if d.key.startswith("dataset.longest:")), None
+        )
+        if longest is not None:
+            claims.append(Claim(predicate=Greater(a=longest.current, b=longest.baseline)))
+        pyenv = evidence.latest("pyenv")
+        if pyenv is not None and has(pyenv, "key_packages", "torch"):
+            build = ref(pyenv, "key_packages", "torch", label="installed torch build")
+            claims.append(Claim(predicate=Exists(a=build)))
+        return claims

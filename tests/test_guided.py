@@ -1,0 +1,286 @@
+"""Issue 5's command line: the guided menu, ``--hypothesis``, ``--non-interactive --json``,
+and the optional LLM proposer (LangChain's fake chat model, scripted, adversarial).
+
+The CLI runs as a real process against a real reference-trainer workspace (the race
+scenario of tests/workspaces.py); the menu is answered on stdin with ``--interactive``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.claims import Verdict
+from agent.proposer import form_claim, parse_answer
+from agent.session import app_state
+from tests.test_cli import SCRIPT
+from tests.workspaces import SMALL, Scenario, clone
+from tools.probes import PROBES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def doctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # so --proposer tests.fake_models:… imports
+    return subprocess.run(
+        [SCRIPT, "-q", *args],
+        capture_output=True,
+        text=True,
+        input=stdin if stdin is not None else "",
+        timeout=240,
+        env=env,
+    )
+
+
+def diagnose(ws: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return doctor(
+        "diagnose",
+        "--target",
+        "local",
+        "--workspace",
+        str(ws),
+        "--interpreter",
+        sys.executable,
+        "--baseline",
+        "good",
+        *args,
+        stdin=stdin,
+    )
+
+
+@pytest.fixture
+def race_ws(race_scenario: Scenario, tmp_path: Path) -> Path:
+    race_scenario.install_baseline("good")
+    ws = clone(race_scenario.ws, tmp_path / "ws")
+    # The launch file the fix playbooks edit (the trainer's own launcher, started as the
+    # race scenario started it); nothing here runs it.
+    line = shlex.join(
+        ["exec", sys.executable, "train_dflash.py", *SMALL, "--emulate-torch211-race"]
+    )
+    (ws / "launch.sh").write_text(f"#!/bin/sh\n{line}\n")
+    return ws
+
+
+def events(session: str) -> list[dict[str, Any]]:
+    path = app_state() / "sessions" / session / "transcript.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()][1:]
+
+
+# -- without a trainer: what the proposer's answers turn into ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("torch is broken", "free text is not a claim"),
+        ({"predicate": {"op": "exists"}}, "claim cites no fact"),
+        ({"text": "the cache is cold"}, "no typed predicate (got ['text'])"),
+        ({"predicate": {"op": "guess", "a": {"fact": "F-1"}}}, "not a valid predicate"),
+        ({"predicate": {"op": "exists", "a": {"fact": "F-1"}, "shell": "id"}}, "not a valid"),
+    ],
+)
+def test_a_claim_that_is_not_a_cited_typed_predicate_is_rejected(raw: object, reason: str) -> None:
+    formed = form_claim(raw, 0)
+    assert isinstance(formed, Verdict)
+    assert formed.outcome == "rejected"
+    assert reason in formed.sentence
+
+
+def test_unreadable_answers_and_command_fields_are_refused_with_reasons() -> None:
+    said = parse_answer(
+        json.dumps(
+            [
+                {"kind": "script_changed", "claims": [], "command": "rm -rf /"},
+                {"kind": "cosmic_rays", "claims": []},
+                {"kind": "fx_trace_race", "claims": [], "probes": ["stdoutlog", "sh -c id"]},
+            ]
+        ),
+        "llm:test",
+        frozenset(PROBES),
+    )
+    assert said.refused == [
+        "proposal 1 refused: command: Extra inputs are not permitted",
+        "proposal 2: unknown kind 'cosmic_rays'",
+    ]
+    (hyp,) = said.hypotheses
+    assert hyp.probes == ("stdoutlog",)
+    assert [v.sentence for v in hyp.rejected] == [
+        "unknown probes ['sh -c id']: only registered probes may be named"
+    ]
+    assert (
+        parse_answer("it is the drivers", "llm:test", frozenset())
+        .refused[0]
+        .startswith("the answer is not JSON")
+    )
+
+
+# -- the command line, against the race scenario ---------------------------------------
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_non_interactive_json_is_the_scripts_document(race_ws: Path) -> None:
+    result = diagnose(race_ws, "--non-interactive", "--json", "--plan-only")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "fault found"
+    assert doc["session"]
+    top = doc["hypotheses"][0]
+    assert (top["kind"], top["status"], top["source"]) == ("fx_trace_race", "verified", "rule")
+    listed = {f["id"]: f for f in doc["facts"]}
+    for hyp in doc["hypotheses"]:
+        assert set(hyp) == {"kind", "status", "source", "claims"}
+        for claim in hyp["claims"]:
+            assert set(claim) == {"text", "cites", "status"}
+            assert claim["cites"], claim
+            assert all(c in listed for c in claim["cites"]), claim
+    assert all(c["status"] == "holds" for c in top["claims"])
+    assert all(f["command"] for f in doc["facts"])
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_hypothesis_answers_only_for_the_named_family(race_ws: Path) -> None:
+    asked = json.loads(diagnose(race_ws, "--hypothesis", "fx_trace_race", "--json").stdout)
+    assert asked["verdict"] == "fault found"
+    assert {h["kind"] for h in asked["hypotheses"]} == {"fx_trace_race"}
+
+    # A family the facts do not support: "no fault found", with what was checked, cited.
+    other = diagnose(race_ws, "--hypothesis", "checkpoint_integrity", "--json")
+    assert other.returncode == 0, other.stderr
+    doc = json.loads(other.stdout)
+    assert doc["verdict"] == "no fault found"
+    assert {h["status"] for h in doc["hypotheses"]} <= {"refuted"}
+    checked = next(s for s in doc["sections"] if s["title"] == "what was checked")
+    (line,) = checked["lines"]
+    assert line["text"].startswith("checkpoint_integrity: ")
+    assert line["cites"] and all(c in {f["id"] for f in doc["facts"]} for c in line["cites"])
+
+
+def test_unknown_hypothesis_kind_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    result = diagnose(tmp_path, "--hypothesis", "gremlins")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--hypothesis 'gremlins': not one of" in lines[0], result.stderr
+
+
+def test_a_proposer_that_is_not_a_chat_model_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    result = diagnose(tmp_path, "--proposer", "tests.fake_models:not_a_model")
+    assert result.returncode == 2
+    assert "returned str, not a chat model" in result.stderr
+    missing = diagnose(tmp_path, "--proposer", "no_such_module:make")
+    assert missing.returncode == 2
+    assert "ModuleNotFoundError" in missing.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_adversarial_proposer_is_checked_like_a_rule_and_every_bad_claim_rejected(
+    race_ws: Path,
+) -> None:
+    result = diagnose(
+        race_ws, "--non-interactive", "--json", "--proposer", "tests.fake_models:adversarial"
+    )
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    llm = [h for h in doc["hypotheses"] if h["source"] == "llm:ScriptedChatModel"]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for h in llm:
+        by_kind.setdefault(h["kind"], []).append(h)
+    texts = {c["text"]: (h["status"], c["status"]) for h in llm for c in h["claims"]}
+
+    # Uncited, citing a fact that does not exist, free text: rejected, reasons shown.
+    assert texts["claim 1: claim cites no fact (its predicate has no reference 'a')"] == (
+        "unverifiable",
+        "rejected",
+    )
+    assert next(v for t, v in texts.items() if "F-deadbeef, which is not in the ledger" in t) == (
+        "unverifiable",
+        "rejected",
+    )
+    assert any("free text is not a claim" in t for t in texts)
+    # Well formed but false on its fact: it fails, rendered as what the fact shows.
+    false = next(t for t in texts if "differs from '9.9.9'" in t)
+    assert texts[false] == ("refuted", "fails")
+    # Refused outright: a command field, an unknown kind.
+    refused = next(s for s in doc["sections"] if s["title"] == "refused proposals")
+    reasons = [line["text"] for line in refused["lines"]]
+    assert "llm:ScriptedChatModel: proposal 5 refused: command: Extra inputs are not permitted" in (
+        reasons
+    )
+    assert any("unknown kind 'cosmic_rays'" in r for r in reasons)
+    # The one true claim verifies exactly as a rule's would, and says who proposed it.
+    honest = [h for h in by_kind["fx_trace_race"] if h["status"] == "verified"]
+    assert len(honest) == 1 and honest[0]["claims"][0]["status"] == "holds"
+    # None of it moved the rules' verdict, and the model's answer is in the transcript.
+    assert doc["verdict"] == "fault found"
+    rule_top = next(h for h in doc["hypotheses"] if h["source"] == "rule")
+    assert (rule_top["kind"], rule_top["status"]) == ("fx_trace_race", "verified")
+    answers = [e for e in events(doc["session"]) if e["type"] == "answer"]
+    assert len(answers) == 1 and "cosmic_rays" in answers[0]["text"]
+
+    # Replayed with no model: the recorded answer is fed back, same verdicts.
+    path = app_state() / "sessions" / doc["session"] / "transcript.jsonl"
+    again = doctor("replay", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_guided_menu_tests_a_hypothesis_probes_again_and_declines_the_fix(race_ws: Path) -> None:
+    launch = race_ws / "launch.sh"
+    before = launch.read_bytes()
+    answers = "t\nfx_trace_race\np\nstdoutlog,nonsense\np\nstdoutlog\nf\nlock-warmup\nn\n"
+    result = diagnose(race_ws, "--interactive", "--json", stdin=answers)
+    assert result.returncode == 0, result.stderr
+    # The menu showed the ranked hypotheses with their cited claims, and said no to junk.
+    assert "1. fx_trace_race: verified" in result.stderr
+    assert "unknown probes ['nonsense']" in result.stderr
+    assert "apply this fix?" in result.stderr
+    doc = json.loads(result.stdout)
+    assert {h["kind"] for h in doc["hypotheses"]} == {"fx_trace_race"}
+    recorded = events(doc["session"])
+    choices = [e["choice"] for e in recorded if e["type"] == "choice"]
+    assert [(c["action"], c["kind"], c["probes"], c["playbook"]) for c in choices] == [
+        ("test", "fx_trace_race", [], None),
+        ("probe", None, ["stdoutlog"], None),
+        ("fix", None, [], "lock-warmup"),
+    ]
+    approval = next(e for e in recorded if e["type"] == "approval")
+    assert approval["approved"] is False and approval["by"] == "human"
+    assert launch.read_bytes() == before  # declined: nothing written
+    # Each probe round ran the stdout-log probe again: one more fact of it per round.
+    stdout_facts = [
+        e for e in recorded if e["type"] == "fact" and e["fact"]["probe"] == "stdoutlog"
+    ]
+    assert len(stdout_facts) >= 3
+
+    # The recorded menu answers replay: same rounds, same verdicts, no machine.
+    path = app_state() / "sessions" / doc["session"] / "transcript.jsonl"
+    again = doctor("replay", str(path))
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_stopping_at_the_menu_reports_and_plans_nothing(race_ws: Path) -> None:
+    result = diagnose(race_ws, "--interactive", "--json", stdin="s\n")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "fault found"
+    assert not [s for s in doc["sections"] if s["title"].startswith("fix:")]
+    assert not [e for e in events(doc["session"]) if e["type"] == "approval"]
