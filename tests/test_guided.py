@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ from agent.claims import Verdict
 from agent.proposer import form_claim, parse_answer
 from agent.session import app_state
 from tests.test_cli import SCRIPT
-from tests.workspaces import SMALL, Scenario, clone
+from tests.workspaces import SMALL, Scenario, clone, race_seed
 from tools.probes import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -284,3 +285,38 @@ def test_stopping_at_the_menu_reports_and_plans_nothing(race_ws: Path) -> None:
     assert doc["verdict"] == "fault found"
     assert not [s for s in doc["sections"] if s["title"].startswith("fix:")]
     assert not [e for e in events(doc["session"]) if e["type"] == "approval"]
+
+
+@pytest.fixture
+def race_ready(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) -> Path:
+    """The race scenario, ready to race again when restarted (as tests/test_playbooks.py's
+    ``site``): the compile cache as it was before the crash, the crashing launch line."""
+    race_scenario.install_baseline("good")
+    ws = clone(race_scenario.ws, tmp_path / "ws")
+    shutil.rmtree(ws / "compile_cache")
+    shutil.copytree(good_workspace / "compile_cache", ws / "compile_cache")
+    flags = ["--steps", "30", "--seed", race_seed(ws), "--emulate-torch211-race"]
+    line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL, *flags])
+    (ws / "launch.sh").write_text(f"#!/bin/sh\n{line}\n")
+    return ws
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_guided_yes_at_the_prompt_applies_the_fix_and_verifies_it(race_ready: Path) -> None:
+    """The human path of a fix: the menu's `f`, the plan's diff, `y` at `apply this fix?`
+    (an interrupt); the transaction restarts the trainer and the verification holds."""
+    result = diagnose(race_ready, "--interactive", "--json", stdin="f\nlock-warmup\ny\n")
+    assert result.returncode == 0, result.stderr
+    assert "+exec " in result.stderr and "--compile-lock" in result.stderr  # the diff shown
+    doc = json.loads(result.stdout)
+    fix = next(s for s in doc["sections"] if s["title"] == "fix: lock-warmup")
+    texts = [line["text"] for line in fix["lines"]]
+    assert "approved by human" in texts, texts
+    assert any(t.startswith("applied:") for t in texts), texts
+    verification = [line for line in fix["lines"] if line["outcome"] != "info"]
+    assert verification and all(v["outcome"] == "holds" for v in verification), verification
+    assert "--compile-lock" in (race_ready / "launch.sh").read_text()
+    recorded = events(doc["session"])
+    assert [e["approved"] for e in recorded if e["type"] == "approval"] == [True]
