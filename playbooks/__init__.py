@@ -5,6 +5,7 @@ from __future__ import annotations
 from playbooks.base import FileChange, FixOutcome, FixPlan, Playbook, TrainerSite, Transaction
 from playbooks.lock_warmup import LockWarmup
 from playbooks.process_isolation import ProcessIsolation
+from playbooks.recompile_limit import RecompileLimit
 from playbooks.remote import ApplyError, Remote
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "LockWarmup",
     "Playbook",
     "ProcessIsolation",
+    "RecompileLimit",
     "Remote",
     "TrainerSite",
     "Transaction",
@@ -23,4 +25,4 @@ __all__ = [
 
 
 def default_playbooks() -> list[Playbook]:
-    return [LockWarmup(), ProcessIsolation()]
+    return [LockWarmup(), ProcessIsolation(), RecompileLimit()]

@@ -6,11 +6,14 @@ the rest, the same way for every playbook:
 
 1. **plan** — what would change, as a unified diff; nothing is written;
 2. (the approval happens outside, bound to the plan's digest);
-3. **re-check** — the preconditions are read again; any drift aborts, saying what changed;
+3. **re-check** — the preconditions are read again (file hashes, then the playbook's own
+   probes: planned again, it must make the approved changes); any drift aborts, saying
+   what changed;
 4. **apply** — under a lock on the target, every file backed up first;
 5. **verify** — restart the trainer, wait for its fresh log lines, and require that the
-   error signature that justified the fix is gone from the new window and the drafter's
-   tokens/s is at least ``min_ratio`` × the baseline;
+   error signature that justified the fix (the playbook's ``signature``) is gone from the
+   new window, that torch's FX-trace error is not there either (a crash is never a fix),
+   and that the drafter's tokens/s is at least ``min_ratio`` × the baseline;
 6. **roll back** on any failure — files restored byte-identical (checked by sha256), the
    trainer restarted as it was.
 
@@ -36,11 +39,24 @@ from playbooks.remote import ApplyError, Remote
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
 
+@dataclass(frozen=True)
+class Signature:
+    """Log text whose presence in the restarted trainer's new log lines means the fault
+    a playbook answers is still there, and what to call it in a sentence."""
+
+    text: str
+    label: str
+
+
+FX_TRACE = Signature(FX_ERROR, "FX-trace error")
+
+
 class FileChange(BaseModel):
     path: str
     before_sha256: str | None  # None: the file does not exist yet
     after: str  # the new content (text files: launch scripts, hooks)
     diff: str
+    why: str = ""  # the facts the new content was derived from, for the plan's steps
 
 
 class FixPlan(BaseModel):
@@ -93,6 +109,7 @@ class Playbook(Protocol):
     name: str
     requires: frozenset[str]
     answers: str  # the hypothesis kind whose error signature must be gone afterwards
+    signature: Signature  # that error signature, as it appears in the trainer's log
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]: ...
 
@@ -123,10 +140,12 @@ class Transaction:
 
     def plan(self) -> FixPlan:
         changes = self.playbook.changes(self.site, self.remote)
-        steps = [f"change {c.path}" for c in changes] + [
+        steps = [f"change {c.path}" + (f": {c.why}" if c.why else "") for c in changes] + [
             "restart the trainer from the launch file",
             "wait for its fresh log lines",
-            f"require: no new {FX_ERROR!r} lines, drafter tokens/s ≥ {self.min_ratio:g} × baseline",
+            f"require: no new {self.playbook.signature.text!r} lines"
+            + ("" if self.playbook.signature == FX_TRACE else f" nor {FX_ERROR!r} lines")
+            + f", drafter tokens/s ≥ {self.min_ratio:g} × baseline",
             "roll back (restore files byte-identical, restart as before) if not",
         ]
         return FixPlan(
@@ -167,6 +186,23 @@ class Transaction:
                 playbook=plan.playbook,
                 status="aborted",
                 detail=f"the target changed since the plan was approved: {what}",
+            )
+        # What a playbook probed to make its plan (a log warning, a dataset's lengths) is
+        # a precondition too: planned again now, it must make the changes approved.
+        try:
+            again = self.playbook.changes(self.site, self.remote)
+        except ApplyError as exc:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail=f"a precondition no longer holds: {exc}",
+            )
+        if [(c.path, c.after) for c in again] != [(c.path, c.after) for c in plan.changes]:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail="planned again now, the fix differs from the approved plan: "
+                + ("; ".join(c.why or c.path for c in again) or "nothing to change any more"),
             )
         lock = f"{self.site.state_dir}/apply.lock"
         owner = json.dumps({"playbook": plan.playbook, "since": self.clock()})
@@ -256,10 +292,13 @@ class Transaction:
         # Every drafter line counts, the first (start-up compiles) included: the baseline
         # it is compared with (the train-log probe's median) counts its first line too.
         steady = speeds
+        signature = self.playbook.signature
         return {
             "restarted_at": started,
             "new_log_lines": len(new_log.splitlines()),
             "new_fx_errors": new_log.count(FX_ERROR),
+            "signature": signature.label,
+            "new_signature_lines": new_log.count(signature.text),
             "new_drafter_records": len(speeds),
             "drafter_tok_s": statistics.median(steady) if steady else None,
             "baseline_tok_s": self.baseline_tok_s,
@@ -272,6 +311,8 @@ class Transaction:
             return False, "no fresh drafter log lines after the restart"
         if obs.get("new_fx_errors"):
             return False, f"the FX-trace error came back {obs['new_fx_errors']} time(s)"
+        if obs.get("new_signature_lines"):
+            return False, (f"the {obs['signature']} came back {obs['new_signature_lines']} time(s)")
         speed = obs.get("drafter_tok_s")
         if self.baseline_tok_s is None or not isinstance(speed, int | float):
             return False, "no baseline tokens/s to verify against"
@@ -281,8 +322,11 @@ class Transaction:
                 f"drafter tokens/s {speed:,.0f} is {ratio:.2f}× the baseline "
                 f"{self.baseline_tok_s:,.0f} (< {self.min_ratio:g}×)"
             )
+        gone = "no FX-trace error"
+        if obs.get("signature") != FX_TRACE.label:
+            gone = f"no {obs['signature']} and no FX-trace error"
         return True, (
-            f"no FX-trace error in {obs['new_log_lines']} new log lines; drafter "
+            f"{gone} in {obs['new_log_lines']} new log lines; drafter "
             f"tokens/s {speed:,.0f} = {ratio:.2f}× the baseline {self.baseline_tok_s:,.0f}"
         )
 

@@ -18,6 +18,11 @@ def _exec_line(text: str, path: str) -> int:
     )
 
 
+def exec_words(text: str, path: str) -> list[str]:
+    """The exec line's words, ``exec`` included (as the shell would split them)."""
+    return shlex.split(text.splitlines()[_exec_line(text, path)])
+
+
 def with_flag(text: str, path: str, flag: str, value: str | None = None) -> str:
     """``text`` whose exec line carries ``flag`` (with ``value``); unchanged if it does."""
     lines = text.splitlines(keepends=True)

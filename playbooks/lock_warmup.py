@@ -9,7 +9,7 @@ source; it cannot warm shapes it does not know).
 
 from __future__ import annotations
 
-from playbooks.base import FileChange, TrainerSite, unified
+from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
 from playbooks.compile_lock_hook import HOOK_SOURCE
 from playbooks.launch import with_env, with_flag
 from playbooks.remote import Remote
@@ -19,6 +19,7 @@ class LockWarmup:
     name = "lock-warmup"
     requires = frozenset({"fx_trace_race"})
     answers = "fx_trace_race"
+    signature = FX_TRACE
 
     def __init__(self, knob: str | None = "--compile-lock") -> None:
         self.knob = knob

@@ -4,7 +4,7 @@ no longer shared between the devices' compilations and calls. The launch file de
 
 from __future__ import annotations
 
-from playbooks.base import FileChange, TrainerSite, unified
+from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
 from playbooks.launch import with_flag
 from playbooks.remote import Remote
 
@@ -13,6 +13,7 @@ class ProcessIsolation:
     name = "process-isolation"
     requires = frozenset({"fx_trace_race"})
     answers = "fx_trace_race"
+    signature = FX_TRACE
 
     def __init__(self, flag: str = "--workers", value: str = "processes") -> None:
         self.flag = flag

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
+from playbooks.base import FX_TRACE
 from playbooks.launch import with_env, with_flag
 from tests.workspaces import SMALL, Scenario, clone, race_seed
 from tools.transport import LocalTransport
@@ -108,6 +109,7 @@ class _Knob:
     name = "ineffective"
     requires = frozenset({"fx_trace_race"})
     answers = "fx_trace_race"
+    signature = FX_TRACE
 
     def changes(self, site: TrainerSite, remote: Remote):  # type: ignore[no-untyped-def]
         from playbooks.base import FileChange, unified
