@@ -201,7 +201,10 @@ def table(results: dict[str, list[Result]], steps: int, reps: int, seed: list[st
             continue
         steady, e2e = median([r.steady for r in runs]), median([r.end_to_end for r in runs])
         per_cpu = median([r.tokens / r.cpu_s if r.rc == 0 and r.cpu_s else None for r in runs])
-        ratio = lambda v, g: f"{v / g:.2f}" if v is not None and g else "—"  # noqa: E731
+
+        def ratio(v: float | None, g: float | None) -> str:
+            return f"{v / g:.2f}" if v is not None and g else "—"
+
         errs = sorted({e for r in runs for e in r.errors})
         lines.append(
             f"| {s.name} | {','.join(str(r.rc) for r in runs)} | "

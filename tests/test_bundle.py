@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import JsonValue
 
 from tests.conftest import need
 from tests.test_probe_support import make_workspace
@@ -31,6 +32,18 @@ SHIPPED = sorted(
     for p in (Path(__file__).resolve().parents[1] / "tools").glob("*/*.py")
     if p.parent.name in ("probes", "parsers") and p.name != "__init__.py"
 )
+
+
+def at(value: JsonValue, *path: str | int) -> JsonValue:
+    """The part of a probe's JSON value at ``path``; a value of another shape fails."""
+    for part in path:
+        if isinstance(part, int):
+            assert isinstance(value, list), (path, value)
+            value = value[part]
+        else:
+            assert isinstance(value, dict), (path, value)
+            value = value[part]
+    return value
 
 
 class Counting:
@@ -67,16 +80,16 @@ def test_incident_workspace_in_one_round_trip(tmp_path: Path) -> None:
     assert result.names == list(PROBES)
     failed = {r.probe: r.error_text for r in result.failed()}
     assert failed == {}, failed
-    assert result["checkpoints"].value["step_numbers"] == [600, 690]  # type: ignore[index,call-overload]
-    fx = result["stdoutlog"].value["signatures"]["fx_nested_trace"]  # type: ignore[index,call-overload]
-    assert fx["count"] == 1 and fx["first_line"] == 6
-    drafter = result["trainlog"].value["groups"]["role=drafter,device=cuda:2"]  # type: ignore[index,call-overload]
-    assert drafter["throughput"]["median"] == 4266.0
-    patches = result["script_patches"].value["files"][0]["patches"]  # type: ignore[index,call-overload]
-    assert patches[0]["target"] == "st.is_fx_symbolic_tracing"
+    assert at(result["checkpoints"].value, "step_numbers") == [600, 690]
+    fx = at(result["stdoutlog"].value, "signatures", "fx_nested_trace")
+    assert at(fx, "count") == 1 and at(fx, "first_line") == 6
+    drafter = at(result["trainlog"].value, "groups", "role=drafter,device=cuda:2")
+    assert at(drafter, "throughput", "median") == 4266.0
+    patches = at(result["script_patches"].value, "files", 0, "patches")
+    assert at(patches, 0, "target") == "st.is_fx_symbolic_tracing"
     runtime = result["torch_runtime"].value
-    assert runtime["is_fx_symbolic_tracing"]["is_torch_own"] is True  # type: ignore[index,call-overload]
-    assert result["gpus"].value["available"] is False  # type: ignore[index,call-overload]
+    assert at(runtime, "is_fx_symbolic_tracing", "is_torch_own") is True
+    assert at(result["gpus"].value, "available") is False
     assert all(r.rc == 0 and r.stdin_digest == result.stdin_digest for r in result.results)
     assert result.python is not None and result.python["executable"] == sys.executable
 

@@ -30,7 +30,7 @@ def ledger() -> Ledger:
 
 
 def add(ledger: Ledger, value: object, probe: str = "p", error: str | None = None) -> str:
-    return ledger.append(Fact(probe=probe, target="local", value=value, error=error)).id  # type: ignore[arg-type]
+    return ledger.append(Fact(probe=probe, target="local", value=value, error=error)).id
 
 
 def test_table_of_predicates(ledger: Ledger) -> None:
@@ -77,7 +77,7 @@ def test_table_of_predicates(ledger: Ledger) -> None:
         (Exists(a=Ref(fact=base, path=("empty",))), "fails", "empty"),
     ]
     for predicate, outcome, fragment in cases:
-        verdict = check(Claim(predicate=predicate), ledger)  # type: ignore[arg-type]
+        verdict = check(Claim(predicate=predicate), ledger)
         assert verdict.outcome == outcome, (predicate, verdict)
         assert fragment in verdict.sentence, verdict.sentence
         for fact_id in verdict.cites:
@@ -136,8 +136,11 @@ def test_every_predicate_is_in_the_union() -> None:
     from agent.claims import PREDICATES, Ref
 
     for cls in PREDICATES:
-        fields = {n: Ref(fact="F-1") for n in ("a", "b") if n in cls.model_fields}
+        fields: dict[str, Ref] = {n: Ref(fact="F-1") for n in ("a", "b") if n in cls.model_fields}
         extra = {"item": "x", "pattern": "x", "value": 1.0, "ratio": 1.0}
-        kwargs = {**{k: v for k, v in extra.items() if k in cls.model_fields}, **fields}
+        kwargs: dict[str, object] = {
+            **{k: v for k, v in extra.items() if k in cls.model_fields},
+            **fields,
+        }
         claim = Claim(predicate=cls(**kwargs))
         assert type(Claim.model_validate_json(claim.model_dump_json()).predicate) is cls

@@ -99,6 +99,7 @@ def test_only_connect_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_tree_shape() -> None:
     """Usage errors exit 2; transport errors exit 255 like ssh(1); one root for all."""
+    cls: type[errors.DoctorError]
     for cls in (errors.TargetURIError, errors.ConfigError):
         assert issubclass(cls, errors.UsageError) and cls.exit_code == 2
     for cls in (

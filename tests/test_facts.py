@@ -20,7 +20,7 @@ def fact(**kw: object) -> Fact:
         "value": {"v": "2.13.0"},
     }
     base.update(kw)
-    return Fact(**base)  # type: ignore[arg-type]
+    return Fact(**base)
 
 
 def test_facts_are_frozen() -> None:

@@ -32,8 +32,7 @@ class RecordingGatherer:
         self.calls.append(only)
         names = sorted(self.values if only is None else only & self.values.keys())
         return [
-            self.ledger.append(Fact(probe=n, target="local", value=self.values[n]))  # type: ignore[arg-type]
-            for n in names
+            self.ledger.append(Fact(probe=n, target="local", value=self.values[n])) for n in names
         ]
 
 
@@ -96,7 +95,7 @@ def test_family_nodes_gather_missing_facts_first() -> None:
             return [f for f in original(None) if f.probe == "stdout_log"]
         return original(only)
 
-    doc.gather = partial  # type: ignore[assignment]
+    doc.gather = partial
     graph = build_graph(doc.rules, fixes=False)
     final = DiagnosisState.model_validate(
         graph.invoke(DiagnosisState(target="local", mode="health"), context=doc)
@@ -130,7 +129,7 @@ def test_insufficient_evidence_when_a_needed_fact_failed() -> None:
             )
         return facts
 
-    doc.gather = failing  # type: ignore[assignment]
+    doc.gather = failing
     rule = doc.rules[1]
     original = rule.propose
 
@@ -161,7 +160,7 @@ def test_human_approval_interrupts_and_resume_applies_once(tmp_path: Path) -> No
     """The session stops at the approval; a new process (new graph, same SQLite file)
     resumes it; the fix is applied exactly once, and only with the plan's digest."""
     playbook = CountingPlaybook()
-    values = {"stdout_log": {"count": 3}, "checkpoints": {"count": 0}}
+    values: dict[str, object] = {"stdout_log": {"count": 3}, "checkpoints": {"count": 0}}
     doc, _ = doctor(values, playbooks={"lock-warmup": playbook}, approver="human")
     config = {"configurable": {"thread_id": "s1"}}
     db = tmp_path / "graph.sqlite"

@@ -10,16 +10,25 @@ import pytest
 from tools.parsers._lines import LineReader, plan_ranges
 
 
-def read_all(path: Path, **kw: object) -> tuple[list[bytes], LineReader]:
+def read_all(
+    path: Path,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    max_line: int = 100,
+    first_line: int | None = 1,
+    at_eof: bool = True,
+) -> tuple[list[bytes], LineReader]:
     f = io.FileIO(str(path), "r")
     size = path.stat().st_size
     reader = LineReader(
         f,
-        kw.pop("start", 0),
-        kw.pop("end", size),  # type: ignore[arg-type]
-        max_line=kw.pop("max_line", 100),
-        **kw,
-    )  # type: ignore[arg-type]
+        start,
+        size if end is None else end,
+        max_line=max_line,
+        first_line=first_line,
+        at_eof=at_eof,
+    )
     lines: list[bytes] = []
     for b in reader:
         lines.extend(b.data.split(b"\n"))

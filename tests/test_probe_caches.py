@@ -25,7 +25,8 @@ def test_env_variable_wins_over_default(tmp_path: Path, monkeypatch: pytest.Monk
     assert inductor["source"] == "env:TORCHINDUCTOR_CACHE_DIR"
     assert (inductor["files"], inductor["bytes"]) == (2, 150)
     assert [t["name"] for t in inductor["top"]] == ["fxgraph", "triton"]
-    assert inductor["newest_mtime"] >= inductor["oldest_mtime"]
+    newest, oldest = inductor["newest_mtime"], inductor["oldest_mtime"]
+    assert newest is not None and oldest is not None and newest >= oldest
     assert triton == {
         "cache": "triton",
         "path": str(tmp_path / "triton-missing"),

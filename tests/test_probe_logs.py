@@ -43,13 +43,13 @@ def test_permission_denied_on_logs_and_checkpoints() -> None:
         step.chmod(0o700)
 
         def attempt() -> list[tuple[str, str | None]]:
-            out = []
+            out: list[tuple[str, str | None]] = []
             for probe, params in (
                 (trainlog, {"path": str(log)}),
                 (checkpoints, {"path": str(ws / "checkpoints")}),
             ):
                 try:
-                    probe.collect(params, Context())  # type: ignore[attr-defined]
+                    probe.collect(params, Context())
                     out.append(("ok", None))
                 except ProbeFailure as exc:
                     out.append((exc.kind, exc.path))

@@ -37,7 +37,8 @@ def _fake_probes() -> dict[str, Any]:
         raise ProbeFailure("not_found", "/ws/x: No such file or directory", "/ws/x")
 
     def buggy(params: dict[str, Any], ctx: Context) -> Any:
-        return {}["missing"]
+        empty: dict[str, int] = {}
+        return empty["missing"]
 
     return {
         "fine": fine,

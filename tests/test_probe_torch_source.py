@@ -120,7 +120,8 @@ def test_unparsable_and_missing_sources(tmp_path: Path) -> None:
     out = torch_source.collect({"torch_path": str(pkg)}, Context())
     assert out["binds_check_at_wrap"]["value"] is None
     assert out["holds_compiling_flag"]["value"] is None
-    assert "does not parse" in out["files"]["torch/_dynamo/eval_frame.py"]
+    reason = out["files"]["torch/_dynamo/eval_frame.py"]
+    assert reason is not None and "does not parse" in reason
     assert out["files"]["torch/_dynamo/convert_frame.py"]
 
 

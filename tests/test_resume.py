@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agent.facts import Fact
-from agent.hypotheses import Hypothesis
+from agent.hypotheses import Hypothesis, Kind
 from agent.rules import default_rules
-from agent.rules.base import Evidence
+from agent.rules.base import Evidence, Rule
 from agent.runner import build_doctor, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
@@ -25,7 +25,7 @@ class Crash(Exception):
 
 
 class CrashingRule:
-    kind = "checkpoint_integrity"
+    kind: Kind = "checkpoint_integrity"
     needs = frozenset({"checkpoints"})
 
     def __init__(self, crash: bool) -> None:
@@ -42,15 +42,15 @@ def test_crash_then_resume_does_not_sweep_again(tmp_path: Path) -> None:
     config = SessionConfig(command="diagnose", target="local", spec=spec)
     session = Session.create(config)
     sweeps: list[object] = []
-    rules = [*default_rules()[:3], CrashingRule(crash=True)]
-    doctor = build_doctor(session, session.target("local"), spec, rules=rules)  # type: ignore[list-item]
+    rules: list[Rule] = [*default_rules()[:3], CrashingRule(crash=True)]
+    doctor = build_doctor(session, session.target("local"), spec, rules=rules)
     real_gather = doctor.gather
 
     def counting(only: frozenset[str] | None) -> list[Fact]:
         sweeps.append(only)
         return real_gather(only)
 
-    doctor.gather = counting  # type: ignore[assignment]
+    doctor.gather = counting
     with pytest.raises(Crash):
         run_session(session, doctor, start=DiagnosisState(target="local"))
     session.close()
@@ -58,9 +58,9 @@ def test_crash_then_resume_does_not_sweep_again(tmp_path: Path) -> None:
 
     again = Session.reopen(session.id)
     assert again.config is not None and again.config.spec == spec
-    rules[-1] = CrashingRule(crash=False)  # type: ignore[call-overload]
-    doctor2 = build_doctor(again, again.target("local"), spec, rules=rules)  # type: ignore[list-item]
-    doctor2.gather = counting  # type: ignore[assignment]
+    rules[-1] = CrashingRule(crash=False)
+    doctor2 = build_doctor(again, again.target("local"), spec, rules=rules)
+    doctor2.gather = counting
     outcome = run_session(again, doctor2)  # no start, no answer: continue from the checkpoint
     again.close()
     assert sweeps == [None], "the sweep ran again after resume"

@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,12 +62,14 @@ class Run:
     def stdout_log(self) -> str:
         return (self.ws / "checkpoints" / "train_stdout.log").read_text()
 
-    def records(self, role: str) -> list[dict]:
+    def records(self, role: str) -> list[dict[str, Any]]:
         lines = (self.ws / "checkpoints" / "train_log.jsonl").read_text().splitlines()
         return [r for r in map(json.loads, lines) if r["role"] == role]
 
-    def metadata(self, step: int) -> dict:
-        return json.loads((self.ws / "checkpoints" / f"step_{step}" / "metadata.json").read_text())
+    def metadata(self, step: int) -> dict[str, Any]:
+        path = self.ws / "checkpoints" / f"step_{step}" / "metadata.json"
+        meta: dict[str, Any] = json.loads(path.read_text())
+        return meta
 
 
 def trainer(*args: str | Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -29,7 +29,7 @@ FlexFn = Callable[..., torch.Tensor]
 def _flex_site(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_mask: BlockMask
 ) -> torch.Tensor:
-    return cast(torch.Tensor, flex_attention(q, k, v, block_mask=block_mask))
+    return flex_attention(q, k, v, block_mask=block_mask)
 
 
 def compiled_flex(device: str, site: str) -> FlexFn:

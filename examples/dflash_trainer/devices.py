@@ -75,7 +75,10 @@ class TargetDevice:
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         mask = self.masks.target(tokens.shape[1])
         with torch.no_grad():
-            return self.model(tokens, lambda q, k, v: self.flex("target", q, k, v, mask))
+            hidden: torch.Tensor = self.model(
+                tokens, lambda q, k, v: self.flex("target", q, k, v, mask)
+            )
+        return hidden
 
     def warm_up(self, lengths: Sequence[int]) -> None:
         for length in lengths:
@@ -152,7 +155,8 @@ class DrafterDevice:
     def draft(self, tokens: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         """The drafting forward (no grad), through this device's compiled flex_attention."""
         with torch.no_grad():
-            return self.model(tokens, hidden, self._flex_attend(tokens.shape[1]))
+            logits: torch.Tensor = self.model(tokens, hidden, self._flex_attend(tokens.shape[1]))
+        return logits
 
     def warm_up(self, lengths: Sequence[int]) -> None:
         cfg = self.env.cfg

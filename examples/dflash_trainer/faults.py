@@ -57,7 +57,8 @@ def emulate_torch211_race() -> str:
     """
     global _installed
     if hasattr(torch.compiler, "_compile_session_context"):
-        torch.compiler._compile_session_context = contextlib.nullcontext  # type: ignore[attr-defined]
+        # A no-op stand-in for torch's generator-based context manager: same use, other type.
+        torch.compiler._compile_session_context = contextlib.nullcontext  # type: ignore[assignment]
     if not _installed:
         from torch._dynamo.callback import on_compile_end, on_compile_start
 

@@ -34,7 +34,8 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor, attend: Attend) -> torch.Tensor:
         k, v = self.kv(memory).chunk(2, dim=-1)
         out = attend(self._split(self.q(x)), self._split(k), self._split(v))
-        return self.out(out.transpose(1, 2).flatten(2))
+        projected: torch.Tensor = self.out(out.transpose(1, 2).flatten(2))
+        return projected
 
 
 class Layer(nn.Module):
@@ -50,7 +51,8 @@ class Layer(nn.Module):
         h = self.norm1(x)
         memory = h if context is None else torch.cat([context, h], dim=1)
         x = x + self.attn(h, memory, attend)
-        return x + self.mlp(self.norm2(x))
+        out: torch.Tensor = x + self.mlp(self.norm2(x))
+        return out
 
 
 class TargetModel(nn.Module):
@@ -99,7 +101,8 @@ class Drafter(nn.Module):
         context = self.context(hidden)
         for layer in self.layers:
             x = layer(x, attend, context)
-        return self.head(self.norm(x))
+        logits: torch.Tensor = self.head(self.norm(x))
+        return logits
 
     def loss(self, logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         predicted = ~self.anchors(tokens)

@@ -97,7 +97,7 @@ def collect(params: dict[str, Any], ctx: Context) -> TorchRuntimeValue:
         "file": getattr(torch, "__file__", "") or "",
     }
     try:
-        out["cudnn"] = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]
+        out["cudnn"] = torch.backends.cudnn.version()
     except Exception:
         out["cudnn"] = None
     st = sys.modules.get("torch.fx._symbolic_trace")
