@@ -56,6 +56,10 @@ class Scenario:
     flags: tuple[str, ...] = ()
     wipe_cache: bool = False
     what: str = ""
+    # Trainer subcommands run in WS first (each gets ``--workspace WS``), e.g. a short
+    # run that leaves a checkpoint, then ``break truncate-checkpoint``.
+    prep: tuple[tuple[str, ...], ...] = ()
+    launcher: bool = False  # train through WS/train_dflash.py (the script) instead
 
 
 SCENARIOS = [
@@ -77,6 +81,16 @@ SCENARIOS = [
              what=f"dataset + {CHURN_LENGTHS}: 9 lengths, recompile limit 8"),
     Scenario("fixed: shape churn, --recompile-limit 16", "churn", ("--recompile-limit", "16"),
              what="limit above the number of lengths"),
+    Scenario("broken: changed training script", "base", launcher=True,
+             prep=(("init",), ("break", "script")),
+             what="old dataset; launcher edited after the last good checkpoint"),
+    Scenario("broken: checkpoint records torch 2.11", "base",
+             ("--record-torch-version", "2.11.0+cu128"),
+             what="old dataset; checkpoints say another torch than the one installed"),
+    Scenario("broken: truncated checkpoint, --resume", "base", ("--resume",),
+             prep=(("train", "--steps", "20", "--save-every", "10"),
+                   ("break", "truncate-checkpoint")),
+             what="a 20-step run's last checkpoint cut in half, then resumed"),
 ]  # fmt: skip
 
 
@@ -148,8 +162,16 @@ def run_once(
     shutil.copytree(template, ws)
     if s.wipe_cache:
         shutil.rmtree(ws / "compile_cache")
-    argv = [*TRAIN, "train", "--workspace", str(ws), "--steps", str(steps), "--log-every", "10"]
-    argv += seed
+    for sub in s.prep:
+        done = sh(*TRAIN, *sub, "--workspace", ws)
+        assert done.returncode == 0, f"{sub}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    log = ws / "checkpoints" / "train_log.jsonl"
+    offset = log.stat().st_size if log.exists() else 0  # a prep run's lines are not counted
+    if s.launcher:
+        argv = [sys.executable, str(ws / "train_dflash.py")]
+    else:
+        argv = [*TRAIN, "train", "--workspace", str(ws)]
+    argv += ["--steps", str(steps), "--log-every", "10", *seed]
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -157,8 +179,8 @@ def run_once(
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    log = ws / "checkpoints" / "train_log.jsonl"
-    records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    text = log.read_bytes()[offset:].decode() if log.exists() else ""
+    records = [json.loads(x) for x in text.splitlines()]
     drafter = [r for r in records if r["role"] == "drafter"]
     tokens = sum(r["tokens"] for r in drafter)
     stdout_log = (ws / "checkpoints" / "train_stdout.log").read_text()
@@ -218,10 +240,16 @@ def table(results: dict[str, list[Result]], steps: int, reps: int, seed: list[st
     for s in SCENARIOS:
         if s.name in results:
             wipe = "rm -rf WS/compile_cache && " if s.wipe_cache else ""
-            cmd = (
-                f"{wipe}python -m examples.dflash_trainer train --workspace WS "
-                f"--steps {steps} --log-every 10 {' '.join((*seed, *s.flags))}"
+            wipe += "".join(
+                f"python -m examples.dflash_trainer {' '.join(sub)} --workspace WS && "
+                for sub in s.prep
             )
+            train = (
+                "python WS/train_dflash.py"
+                if s.launcher
+                else "python -m examples.dflash_trainer train --workspace WS"
+            )
+            cmd = f"{wipe}{train} --steps {steps} --log-every 10 {' '.join((*seed, *s.flags))}"
             lines.append(f"* {s.name} ({s.what}): `{cmd.strip()}`")
     return "\n".join(lines)
 
