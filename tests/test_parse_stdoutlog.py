@@ -32,6 +32,18 @@ def scan_text(tmp_path: Path, text: str | bytes, **kw: Any) -> dict[str, Any]:
         ("W1130 torch._dynamo hit config.recompile_limit (8)", "recompile_limit"),
         ("torch._dynamo hit config.cache_size_limit (8)", "recompile_limit"),
         ("torch.compile will skip tracing the frame and fall back to eager.", "eager_fallback"),
+        (
+            "UserWarning: flex_attention called without torch.compile() - this will use an "
+            "unfused implementation that materializes the full scores matrix instead of "
+            "generating a fused kernel.",
+            "flex_eager",
+        ),
+        (
+            "2026-11-30 04:41:02 [MainProcess] patched torch.fx._symbolic_trace."
+            "is_fx_symbolic_tracing to always return False (compiled wrappers already hold "
+            "torch.fx._symbolic_trace.is_fx_symbolic_tracing)",
+            "fx_check_patch",
+        ),
         ("Recompiling function forward in train.py:10", "recompile"),
         ("torch._inductor.exc.InductorError: KeyError", "inductor_error"),
         ("KeyError: 'custom'", "keyerror_custom"),
@@ -61,6 +73,17 @@ def test_quiet_log_hits_nothing(tmp_path: Path) -> None:
     out = scan_text(tmp_path, "".join(f"step {i} loss 2.0 tok/s 12800\n" for i in range(1000)))
     assert all(v["count"] == 0 for v in out["signatures"].values())
     assert out["lines_read"] == 1000
+
+
+def test_calling_the_fx_check_is_not_patching_it(tmp_path: Path) -> None:
+    """torch's own frame that calls is_fx_symbolic_tracing (in every FX-trace traceback)
+    is not a patch announcement."""
+    text = (
+        '  File "torch/_dynamo/eval_frame.py", line 1116, in compile_wrapper\n'
+        "    is_fx_symbolic_tracing()\n"
+        "is_fx_symbolic_tracing = torch.fx._symbolic_trace.is_fx_symbolic_tracing\n"
+    )
+    assert scan_text(tmp_path, text)["signatures"]["fx_check_patch"]["count"] == 0
 
 
 def test_traceback_exception_and_thread_with_prefixes(tmp_path: Path) -> None:

@@ -115,3 +115,55 @@ def race_scenario(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path
     run = train(ws, "--steps", "60", "--seed", race_seed(ws), "--emulate-torch211-race")
     assert run.returncode != 0, "the emulated race should have killed a worker"
     return Scenario(ws, good)
+
+
+# Sixteen new lengths (80 to 320) on top of the good state's 64, 16 prompts (two batches)
+# of each: far past torch's default recompile limit of 8.
+CHURN_LENGTHS = ",".join(str(n) for n in range(80, 321, 16))
+CHURN_ADD = 256
+
+
+def expand(ws: Path, add: int, lengths: str) -> None:
+    run = trainer(
+        "dataset", "--workspace", ws, "--expand", "--add", str(add), "--new-lengths", lengths
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.fixture(scope="session")
+def eager_scenario(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Scenario:
+    """Silent eager fallback through shape churn: the dataset grew by sixteen new lengths and
+    the run resumed with dynamo's recompile limit at 1, so every length but the first a
+    device meets runs flex_attention uncompiled (torch's own recompile-limit and
+    uncompiled-flex warnings). Nothing crashes; the drafter is slower. A limit of 1 stands
+    in for torch's 8 so that the run does not first spend minutes compiling 8 lengths
+    cold on every device: past the limit, torch does the same thing either way."""
+    ws = clone(good_workspace, tmp_path_factory.mktemp("eager") / "ws")
+    good = gather_local(ws)
+    expand(ws, CHURN_ADD, CHURN_LENGTHS)
+    run = train(ws, "--steps", "100", "--resume", "--recompile-limit", "1")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return Scenario(ws, good)
+
+
+@pytest.fixture(scope="session")
+def monkeypatch_scenario(
+    tmp_path_factory: pytest.TempPathFactory, good_workspace: Path
+) -> Scenario:
+    """The incident's patch: the race scenario's run with ``--monkeypatch-fx-check``, which
+    replaces torch's is_fx_symbolic_tracing after the compiled wrappers exist (and says so
+    on stdout). The wrappers keep the original, and the race still kills a worker."""
+    ws = clone(good_workspace, tmp_path_factory.mktemp("monkeypatch") / "ws")
+    good = gather_local(ws)
+    expand(ws, 16, "80")
+    run = train(
+        ws,
+        "--steps",
+        "60",
+        "--seed",
+        race_seed(ws),
+        "--emulate-torch211-race",
+        "--monkeypatch-fx-check",
+    )
+    assert run.returncode != 0, "the emulated race should have killed a worker"
+    return Scenario(ws, good)

@@ -63,6 +63,21 @@ SIGNATURES: Sequence[Signature] = (
         ("back to eager", "fallback to eager", "eager mode"),
     ),
     Signature(
+        "flex_eager",
+        r"flex_attention called without torch\.compile\(\)",
+        "flex_attention ran uncompiled (torch's unfused implementation, which materializes "
+        "the full scores matrix): a compiled call fell back to eager, or flex was never "
+        "compiled",
+        ("flex_attention called without torch.compile",),
+    ),
+    Signature(
+        "fx_check_patch",
+        r"(?:[Pp]atch|[Rr]eplac|[Oo]verrid)\w*\b[^\n]*\bis_fx_symbolic_tracing\b",
+        "a script announced that it patched torch's FX-tracing check is_fx_symbolic_tracing "
+        "(compiled wrappers made before the patch keep the original)",
+        ("is_fx_symbolic_tracing",),
+    ),
+    Signature(
         "recompile",
         r"Recompiling function|[Rr]ecompil(?:e|ation) reasons?",
         "dynamo recompiled a function (new shapes or guards); logged with TORCH_LOGS=recompiles",

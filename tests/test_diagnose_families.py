@@ -1,0 +1,94 @@
+"""Diagnosis end to end for the failure families tests/test_diagnose.py does not meet:
+silent eager fallback, the incident's ineffective monkeypatch, dataset shape churn.
+
+Each workspace is the reference trainer's own (tests/workspaces.py): a good run, a
+snapshot of it, then the change the family is about, made by the trainer's `dataset`
+command or a real run. One run per family, shared by its asserts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.hypotheses import Hypothesis
+from agent.state import DiagnosisState
+from tests.test_diagnose import assert_grounded, diagnose, snapshot, statuses
+from tests.workspaces import CHURN_ADD, CHURN_LENGTHS, Scenario, clone, expand
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def only(state: DiagnosisState, kind: str) -> Hypothesis:
+    found = [h for h in state.hypotheses if h.kind == kind]
+    assert len(found) == 1, [h.kind for h in state.hypotheses]
+    return found[0]
+
+
+def explain(state: DiagnosisState) -> str:
+    """The ranked hypotheses with their verdicts, for a failing assert's message."""
+    lines = []
+    for h in state.hypotheses:
+        lines.append(f"{h.kind}: {h.status}")
+        lines += [f"  {v.outcome}: {v.sentence}" for v in h.verdicts]
+    return "\n".join(lines)
+
+
+def sentences(hyp: Hypothesis) -> list[str]:
+    """Each claim was checked and holds; its sentences, for the asserts on what they say."""
+    assert len(hyp.verdicts) == len(hyp.claims)
+    assert {v.outcome for v in hyp.verdicts} == {"holds"}, hyp.verdicts
+    assert all(v.cites for v in hyp.verdicts)
+    return [v.sentence for v in hyp.verdicts]
+
+
+def test_shape_churn_after_the_dataset_grew(good_workspace: Path, tmp_path: Path) -> None:
+    """The dataset grew by sixteen new, longer lengths since the snapshot: shape churn is
+    the one verified family, from the prompt count and the longest prompt."""
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    expand(ws, CHURN_ADD, CHURN_LENGTHS)
+    state, ledger, report = diagnose(ws)
+    assert state.verdict == "fault_found"
+    assert state.hypotheses[0].kind == "dataset_shape_churn", explain(state)
+    assert {k for k, s in statuses(state).items() if "verified" in s} == {"dataset_shape_churn"}
+    said = sentences(only(state, "dataset_shape_churn"))
+    prompts = f"prompts in {ws}/data/prompts.jsonl"
+    assert any(s.startswith(f"{prompts} (now) = 384 [") and "> " in s for s in said), said
+    assert any(s.startswith(f"longest prompt line in {ws}/data/prompts.jsonl") for s in said)
+    assert_grounded(state, ledger, report)
+
+
+def test_silent_eager_fallback_past_the_recompile_limit(eager_scenario: Scenario) -> None:
+    """No crash, torch's recompile-limit and uncompiled-flex warnings in the log, and the
+    drafter below the snapshot's tokens/s: eager fallback is verified and first."""
+    eager_scenario.install_baseline("good")
+    state, ledger, report = diagnose(eager_scenario.ws)
+    assert state.verdict == "fault_found"
+    assert state.hypotheses[0].kind == "silent_eager_fallback", explain(state)
+    said = sentences(state.hypotheses[0])
+    assert any(s.startswith("drafter tokens/s (recent median) (now)") for s in said), said
+    assert any(s.startswith("FX-trace error lines = 0 [") for s in said), said
+    assert any(s.startswith("recompile-limit warnings = ") for s in said), said
+    assert any(s.startswith("uncompiled flex_attention warnings = ") for s in said), said
+    assert statuses(state)["dataset_shape_churn"] == {"verified"}
+    assert statuses(state)["fx_trace_race"] == {"refuted"}
+    assert_grounded(state, ledger, report)
+
+
+def test_ineffective_monkeypatch_is_found_in_the_log(monkeypatch_scenario: Scenario) -> None:
+    """The patch lives in the trainer's package, not in the workspace's script: the
+    trainer's own announcement in the stdout log is the evidence, and torch's FX-trace
+    error after it shows that the compiled wrappers kept the original check. The race
+    behind it is ranked first."""
+    monkeypatch_scenario.install_baseline("good")
+    state, ledger, report = diagnose(monkeypatch_scenario.ws)
+    assert state.verdict == "fault_found"
+    assert state.hypotheses[0].kind == "fx_trace_race", explain(state)
+    assert statuses(state)["fx_trace_race"] == {"verified"}
+    said = sentences(only(state, "ineffective_monkeypatch"))
+    assert any(s.startswith("FX-check patches announced in the log = 1 [") for s in said), said
+    assert any(s.startswith("last FX-trace error (byte offset) = ") for s in said), said
+    assert any(s.startswith("compiled wrappers bind the FX check at creation = True") for s in said)
+    assert_grounded(state, ledger, report)
