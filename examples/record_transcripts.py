@@ -4,7 +4,8 @@ Each scenario runs the reference trainer for real in ``ROOT/<name>`` (default
 ``/workspace``, the incident's path, so no path of the recording machine ends up in the
 files), takes a snapshot of the good state, breaks the workspace the way the incident's
 was broken, and records ``dflash-doctor diagnose`` on it. The recording machine's own
-directories (this checkout, the home directory) are redacted from what the probes saw.
+directories (this checkout, the home directory, the temporary directory) are redacted
+from what the probes saw.
 
     PATH=.venv/bin:$PATH python examples/record_transcripts.py [--root /workspace] [--only NAME]
 
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +57,13 @@ class Recorder:
         self.root = root
         self.state = Path(tempfile.mkdtemp(prefix="record-state-"))
         self.env = {**os.environ, "XDG_STATE_HOME": str(self.state)}
-        self.redact = ["--redact-path", str(REPO), "--redact-path", str(Path.home())]
+        # The temporary directory too: torch's default inductor cache lives there, and the
+        # processes probe may see other runs started from it.
+        self.redact = [
+            *("--redact-path", str(REPO)),
+            *("--redact-path", str(Path.home())),
+            *("--redact-path", tempfile.gettempdir()),
+        ]
 
     def good(self, name: str) -> Path:
         ws = self.root / name
@@ -104,6 +112,8 @@ class Recorder:
             interpreter,
             "--format",
             "json",
+            # Nobody is there to answer the menu after the verdict.
+            "--non-interactive",
             *self.redact,
             *extra,
         ]
@@ -190,6 +200,45 @@ def scenarios(rec: Recorder, only: set[str] | None) -> None:
             == 0
         )
         rec.diagnose(ws, "version-drift", None)
+    families(rec, base, want)
+
+
+def families(rec: Recorder, base: Path, want: Callable[[str], bool]) -> None:
+    """Shape churn, silent eager fallback, the ineffective monkeypatch: the same changes
+    and runs as tests/workspaces.py's scenarios for them (see its docstrings)."""
+    sys.path.insert(0, str(REPO))
+    from tests.workspaces import CHURN_ADD, CHURN_LENGTHS
+
+    def fresh(name: str) -> Path:
+        ws = rec.root / name
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.copytree(base, ws)
+        assert trainer("init", "--workspace", ws).returncode == 0
+        rec.snapshot(ws, name)
+        return ws
+
+    def expand(ws: Path, add: int, lengths: str) -> None:
+        args = ("--expand", "--add", str(add), "--new-lengths", lengths)
+        assert trainer("dataset", "--workspace", ws, *args).returncode == 0
+
+    if want("shape-churn"):
+        ws = fresh("shape-churn")
+        expand(ws, CHURN_ADD, CHURN_LENGTHS)
+        rec.diagnose(ws, "shape-churn", "shape-churn")
+    if want("eager-fallback"):
+        ws = fresh("eager-fallback")
+        expand(ws, CHURN_ADD, CHURN_LENGTHS)
+        flags = ("--steps", "100", "--resume", "--recompile-limit", "1")
+        done = trainer("train", "--workspace", ws, *SMALL, *flags)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rec.diagnose(ws, "eager-fallback", "eager-fallback")
+    if want("monkeypatch"):
+        ws = fresh("monkeypatch")
+        expand(ws, 16, "80")
+        flags = ("--steps", "60", "--seed", race_seed(ws), "--emulate-torch211-race")
+        crashed = trainer("train", "--workspace", ws, *SMALL, *flags, "--monkeypatch-fx-check")
+        assert crashed.returncode != 0, "the emulated race did not fire"
+        rec.diagnose(ws, "monkeypatch", "monkeypatch")
 
 
 def incident_ssh(rec: Recorder, ws: Path) -> None:

@@ -10,9 +10,9 @@ from agent.rules.base import Evidence, has, ref
 
 # Slower than the baseline, not "under half" of it. The incident's run fell to 0.34 (4.3
 # of 12.8 Ktok/s, on GPUs). The reference trainer (CPU) past its recompile limit measured
-# 0.49-0.83 of the good run's recent median with 8 new lengths (10 runs) and 0.39-0.40
-# with 16 (2 runs); a race with nested FX trace eager 0.71 (steady, BENCHMARKS.md): 0.5
-# missed most real fallbacks. On CPU, eager flex_attention costs little there: the same
+# 0.49-0.83 of the good run's recent median with 8 new lengths (10 runs) and 0.39-0.43
+# with 16 (4 runs); a race with nested FX trace eager 0.71 (steady, BENCHMARKS.md): 0.5
+# missed most real fallbacks. Eager flex_attention costs this CPU trainer little: the same
 # 16-length data fully compiled was no faster over 60 steps (first calls per length
 # dominate), and identical healthy runs logged recent medians of 14.3-25.4 Ktok/s on the
 # shared 2-core box. So this ratio says that the run got slower, not why; the eager
