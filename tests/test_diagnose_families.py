@@ -72,6 +72,7 @@ def test_silent_eager_fallback_past_the_recompile_limit(eager_scenario: Scenario
     assert any(s.startswith("FX-trace error lines = 0 [") for s in said), said
     assert any(s.startswith("recompile-limit warnings = ") for s in said), said
     assert any(s.startswith("uncompiled flex_attention warnings = ") for s in said), said
+    assert state.hypotheses[0].unlocks == ("recompile-limit",)
     assert statuses(state)["dataset_shape_churn"] == {"verified"}
     assert statuses(state)["fx_trace_race"] == {"refuted"}
     assert_grounded(state, ledger, report)

@@ -10,8 +10,8 @@ from agent.rules.base import Evidence, has, ref
 
 # Slower than the baseline, not "under half" of it. The incident's run fell to 0.34 (4.3
 # of 12.8 Ktok/s, on GPUs). The reference trainer (CPU) past its recompile limit measured
-# 0.49-0.83 of the good run's recent median with 8 new lengths (10 runs) and 0.39-0.43
-# with 16 (4 runs); a race with nested FX trace eager 0.71 (steady, BENCHMARKS.md): 0.5
+# 0.49-0.83 of the good run's recent median with 8 new lengths (10 runs) and 0.37-0.43
+# with 16 (6 runs); a race with nested FX trace eager 0.71 (steady, BENCHMARKS.md): 0.5
 # missed most real fallbacks. Eager flex_attention costs this CPU trainer little: the same
 # 16-length data fully compiled was no faster over 60 steps (first calls per length
 # dominate), and identical healthy runs logged recent medians of 14.3-25.4 Ktok/s on the
@@ -64,10 +64,18 @@ class SilentEagerFallback:
                 kind="silent_eager_fallback",
                 claims=tuple(claims),
                 probes=("trainlog", "stdoutlog"),
-                unlocks=("lock-warmup",),
+                unlocks=self._fixes(evidence),
                 weight=2,
             )
         ]
+
+    def _fixes(self, evidence: Evidence) -> tuple[str, ...]:
+        """Past the recompile limit, raising it is the fix; eager on a nested FX trace is
+        the race running silently, which the lock removes."""
+        limit = evidence.value("stdoutlog", "signatures", "recompile_limit", "count")
+        if isinstance(limit, int) and limit > 0:
+            return ("recompile-limit",)
+        return ("lock-warmup",)
 
     def _eager_signals(self, evidence: Evidence) -> list[Claim]:
         """Every sign found that compiled code is not what runs, each one a claim."""
