@@ -37,7 +37,7 @@ class DatasetShapeChurn:
                         ),
                     ),
                     probes=("dataset",),
-                    unlocks=("lock-warmup",),
+                    unlocks=("lock-warmup", "recompile-limit"),
                 )
             )
         return out
