@@ -42,7 +42,7 @@ def test_demo_breaks_the_run_diagnoses_fixes_and_prints_the_three_figures() -> N
     assert re.match(rf"broken {died} died of torch's FX-trace error\)", broken), broken
     # The fix must have removed the race. Whether the fixed run also reached 0.9× the good
     # one is decided on a machine whose load can swing that much between runs a minute
-    # apart (BENCHMARKS.md: 1 rollback in 4 here, at 0.86×); then the demo must say so,
+    # apart (BENCHMARKS.md: 1 rollback in 5 timed runs, at 0.86×); then the demo must say so,
     # and the throughput check must be the only one that failed.
     if fixed.startswith("fixed n/a"):
         assert re.match(
