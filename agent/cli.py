@@ -542,9 +542,14 @@ def report(
 
 @app.command(help="Run the reference trainer, break it as the incident did, diagnose, fix.")
 def demo(
+    ctx: typer.Context,
     ask: Annotated[bool, typer.Option("--ask", help="Ask before applying the fix.")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary workspace.")] = False,
 ) -> None:
+    root = ctx.parent.params if ctx.parent else {}
+    if not (root.get("verbose") or root.get("log_json")):
+        # The demo shows its own progress; info events would break into its status lines.
+        configure_logging(json=False, level="warning")
     console = Console(stderr=True)
 
     def prompt(plan: FixPlan) -> bool:

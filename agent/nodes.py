@@ -23,6 +23,7 @@ from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
+from playbooks.base import FX_TRACE
 from tools.bundle import PROBES
 from tools.errors import DoctorError
 
@@ -345,6 +346,12 @@ def verification_claims(fact: Fact) -> list[Claim]:
         ),
         Claim(predicate=AtMost(a=ref("new_fx_errors", "FX-trace errors after the fix"), value=0)),
     ]
+    signature = value.get("signature")
+    if signature not in (None, FX_TRACE.label) and "new_signature_lines" in value:
+        # The error the playbook answers (a recompile-limit warning, say) when it is not
+        # the FX-trace error already claimed above: the report shows it gone, cited.
+        label = f"{signature} lines after the fix"
+        claims.append(Claim(predicate=AtMost(a=ref("new_signature_lines", label), value=0)))
     if isinstance(ratio, int | float):
         claims.append(
             Claim(

@@ -194,3 +194,36 @@ def test_approval_for_another_plan_is_refused(tmp_path: Path) -> None:
     final = graph.invoke(Command(resume={"approve": True, "digest": "0" * 64}), config, context=doc)
     assert final["approved"] is False
     assert playbook.applied == 0
+
+
+def test_verification_claims_the_playbooks_own_signature_gone() -> None:
+    """A playbook that answers another error than the FX trace (recompile-limit) gets a
+    claim that its error is gone; the FX-trace claim is always there."""
+    from agent.claims import check
+    from agent.nodes import verification_claims
+
+    ledger = Ledger()
+    observed = {
+        "new_drafter_records": 5,
+        "new_fx_errors": 0,
+        "signature": "recompile-limit warning",
+        "new_signature_lines": 2,
+        "drafter_tok_s": 100.0,
+        "baseline_tok_s": 100.0,
+        "min_ratio": 0.9,
+    }
+    fact = ledger.append(Fact(probe="verify:recompile-limit", target="local", value=observed))
+    verdicts = [check(c, ledger) for c in verification_claims(fact)]
+    said = {v.sentence: v.outcome for v in verdicts}
+    assert said["recompile-limit warning lines after the fix = 2 [" + fact.id + "] > 0"] == "fails"
+    assert said["FX-trace errors after the fix = 0 [" + fact.id + "] ≤ 0"] == "holds"
+
+    fx = ledger.append(
+        Fact(
+            probe="verify:lock-warmup",
+            target="local",
+            value={**observed, "signature": "FX-trace error", "new_signature_lines": 0},
+        )
+    )
+    assert not any("FX-trace error lines" in str(c) for c in verification_claims(fx))
+    assert len(verification_claims(fx)) == 3
