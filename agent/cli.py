@@ -449,7 +449,10 @@ def _drive(
                 ok = typer.confirm("apply this fix?", default=False, err=True)
                 reply = {"approve": ok, "digest": plan.get("digest")}
             outcome = run_session(session, doctor, answer=reply)
-        record_outcome(session, outcome.state)
+        if outcome.paused is None:
+            # A paused session is not finished: its outcome (the plan, the answer, what
+            # the fix did) is recorded once, when ``resume`` finishes it.
+            record_outcome(session, outcome.state)
     finally:
         session.close()
     report = build_report(outcome.state, session.ledger, session.id)

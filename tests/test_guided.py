@@ -320,3 +320,30 @@ def test_guided_yes_at_the_prompt_applies_the_fix_and_verifies_it(race_ready: Pa
     assert "--compile-lock" in (race_ready / "launch.sh").read_text()
     recorded = events(doc["session"])
     assert [e["approved"] for e in recorded if e["type"] == "approval"] == [True]
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_scripted_pause_then_resume_decline_records_the_outcome_once(race_ws: Path) -> None:
+    """For scripts: `--non-interactive` stops at the approval (exit 0, a hint on stderr);
+    `resume SESSION --decline` answers it. The transcript holds the plan, the answer and
+    one verdict — written when the session finished, not when it paused."""
+    first = diagnose(race_ws, "--non-interactive", "--json")
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session"]
+    assert f"paused for approval: dflash-doctor resume {session} --approve" in first.stderr
+    assert not [e for e in events(session) if e["type"] == "verdict"]
+    before = (race_ws / "launch.sh").read_bytes()
+
+    done = doctor("resume", session, "--decline", "--json")
+    assert done.returncode == 0, done.stderr
+    recorded = events(session)
+    kinds = [e["type"] for e in recorded]
+    assert kinds.count("verdict") == 1 and kinds.count("plan") == 1
+    approval = next(e for e in recorded if e["type"] == "approval")
+    assert approval["approved"] is False
+    assert (race_ws / "launch.sh").read_bytes() == before
+    path = app_state() / "sessions" / session / "transcript.jsonl"
+    rendered = doctor("report", str(path), "--format", "md")
+    assert rendered.returncode == 0 and "## fix: lock-warmup" in rendered.stdout
