@@ -133,7 +133,12 @@ class Transaction:
     baseline_tok_s: float | None
     min_ratio: float = 0.9
     run_timeout: float = 600.0
+    # How long an apply waits for another one on the same target to finish. Applies are
+    # serialized: the second starts only after the first let go, and then finds the
+    # fix already there (or the target changed) instead of overlapping it.
+    lock_wait: float = 1800.0
     clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
     events: list[str] = field(default_factory=list)
 
     # -- 1. plan ------------------------------------------------------------------
@@ -171,6 +176,51 @@ class Transaction:
                 status="already_applied",
                 detail="the launch file already carries this fix; nothing changed",
             )
+        # Lock first, then re-check: what is checked is what stays true until the apply
+        # is done, since every apply on this target goes through the same lock.
+        lock = f"{self.site.state_dir}/apply.lock"
+        owner = json.dumps({"playbook": plan.playbook, "since": self.clock()})
+        locked, holder = self._acquire(lock, owner)
+        if not locked:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail=f"another apply holds {lock} (waited {self.lock_wait:g}s): {holder}",
+            )
+        try:
+            refused = self._recheck(plan)
+            return refused if refused is not None else self._apply_locked(plan)
+        finally:
+            self.remote.unlock(lock)
+
+    def _acquire(self, lock: str, owner: str) -> tuple[bool, str]:
+        deadline = self.clock() + self.lock_wait
+        while True:
+            locked, holder = self.remote.lock(lock, owner)
+            if locked or self.clock() >= deadline:
+                return locked, holder
+            self.events.append(f"waiting for {lock}: {holder}")
+            self.sleep(min(1.0, max(0.0, deadline - self.clock())))
+
+    def _recheck(self, plan: FixPlan) -> FixOutcome | None:
+        """Under the lock, just before writing: the reason not to apply, or None."""
+        # What a playbook probed to make its plan (a log warning, a dataset's lengths) is
+        # a precondition too: planned again now, it must make the changes approved.
+        try:
+            again = self.playbook.changes(self.site, self.remote)
+        except ApplyError as exc:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail=f"a precondition no longer holds: {exc}",
+            )
+        if not again:
+            # Another apply (serialized before this one) already made the same fix.
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="already_applied",
+                detail="the launch file already carries this fix; nothing changed",
+            )
         now = self._preconditions(plan.changes)
         drifted = {
             k: (plan.preconditions.get(k), v)
@@ -187,16 +237,6 @@ class Transaction:
                 status="aborted",
                 detail=f"the target changed since the plan was approved: {what}",
             )
-        # What a playbook probed to make its plan (a log warning, a dataset's lengths) is
-        # a precondition too: planned again now, it must make the changes approved.
-        try:
-            again = self.playbook.changes(self.site, self.remote)
-        except ApplyError as exc:
-            return FixOutcome(
-                playbook=plan.playbook,
-                status="aborted",
-                detail=f"a precondition no longer holds: {exc}",
-            )
         if [(c.path, c.after) for c in again] != [(c.path, c.after) for c in plan.changes]:
             return FixOutcome(
                 playbook=plan.playbook,
@@ -204,19 +244,7 @@ class Transaction:
                 detail="planned again now, the fix differs from the approved plan: "
                 + ("; ".join(c.why or c.path for c in again) or "nothing to change any more"),
             )
-        lock = f"{self.site.state_dir}/apply.lock"
-        owner = json.dumps({"playbook": plan.playbook, "since": self.clock()})
-        locked, holder = self.remote.lock(lock, owner)
-        if not locked:
-            return FixOutcome(
-                playbook=plan.playbook,
-                status="aborted",
-                detail=f"another apply holds {lock}: {holder}",
-            )
-        try:
-            return self._apply_locked(plan)
-        finally:
-            self.remote.unlock(lock)
+        return None
 
     def _apply_locked(self, plan: FixPlan) -> FixOutcome:
         try:

@@ -192,7 +192,12 @@ def test_adversarial_proposer_is_checked_like_a_rule_and_every_bad_claim_rejecte
     race_ws: Path,
 ) -> None:
     result = diagnose(
-        race_ws, "--non-interactive", "--json", "--proposer", "tests.fake_models:adversarial"
+        race_ws,
+        "--non-interactive",
+        "--json",
+        "--plan-only",  # a finished session: its transcript holds the model's answer
+        "--proposer",
+        "tests.fake_models:adversarial",
     )
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -347,3 +352,28 @@ def test_scripted_pause_then_resume_decline_records_the_outcome_once(race_ws: Pa
     path = app_state() / "sessions" / session / "transcript.jsonl"
     rendered = doctor("report", str(path), "--format", "md")
     assert rendered.returncode == 0 and "## fix: lock-warmup" in rendered.stdout
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_healthy_run_is_no_fault_found_with_what_was_checked_and_no_fix_offered(
+    good_workspace: Path, tmp_path: Path
+) -> None:
+    ws = clone(good_workspace, tmp_path / "ws")
+    line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL])
+    (ws / "launch.sh").write_text(f"#!/bin/sh\n{line}\n")  # fixes would be possible here
+    target = ["--target", "local", "--workspace", str(ws), "--interpreter", sys.executable]
+    snap = doctor("snapshot", "--name", "good", *target)
+    assert snap.returncode == 0, snap.stderr
+    result = diagnose(ws, "--non-interactive", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "no fault found"
+    assert {h["status"] for h in doc["hypotheses"]} == {"refuted"}
+    assert not [s for s in doc["sections"] if s["title"].startswith("fix")]
+    assert "paused" not in result.stderr
+    checked = next(s for s in doc["sections"] if s["title"] == "what was checked")
+    assert len(checked["lines"]) == 8  # every failure family
+    listed = {f["id"] for f in doc["facts"]}
+    assert all(line["cites"] and set(line["cites"]) <= listed for line in checked["lines"])

@@ -11,6 +11,8 @@ import hashlib
 import shlex
 import shutil
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -77,13 +79,35 @@ def test_drift_between_approval_and_apply_aborts(site: TrainerSite) -> None:
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_a_concurrent_apply_is_refused(site: TrainerSite) -> None:
+def test_an_apply_waits_for_the_lock_then_gives_up_saying_who_holds_it(
+    site: TrainerSite,
+) -> None:
     tx = transaction(site, LockWarmup())
+    tx.lock_wait = 2.0
     plan = tx.plan()
+    before = sha(Path(site.launch_file))
     assert tx.remote.lock(f"{site.state_dir}/apply.lock", "another operator")[0]
+    started = time.monotonic()
     outcome = tx.apply(plan)
+    assert time.monotonic() - started >= 2.0  # it waited its turn first
     assert outcome.status == "aborted" and "another apply holds" in outcome.detail
-    assert "another operator" in outcome.detail
+    assert "another operator" in outcome.detail and "waited 2s" in outcome.detail
+    assert sha(Path(site.launch_file)) == before
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_concurrent_applies_are_serialized(site: TrainerSite) -> None:
+    """Two operators approve the same fix at once: one applies it (restart, verify), the
+    other waits for the lock, then finds it already applied and changes nothing."""
+    first, second = transaction(site, LockWarmup()), transaction(site, LockWarmup())
+    plans = [first.plan(), second.plan()]
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda tx, plan: tx.apply(plan), [first, second], plans))
+    assert sorted(o.status for o in outcomes) == ["already_applied", "applied"], outcomes
+    waited = first if outcomes[1].status == "applied" else second
+    assert any(e.startswith("waiting for ") for e in waited.events)
+    assert Path(site.launch_file).read_text().count("--compile-lock") == 1
 
 
 @pytest.mark.torch
