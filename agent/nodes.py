@@ -194,7 +194,8 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
         {
             name
             for name, playbook in doctor.playbooks.items()
-            if playbook.requires <= {h.kind for h in checked if h.status == "verified"}
+            # A playbook names the kinds it answers; one of them verified is enough.
+            if playbook.requires & {h.kind for h in checked if h.status == "verified"}
         }
     )
     return {"hypotheses": checked, "verdict": verdict, "missing": probes_failed, "offered": offered}
@@ -276,6 +277,19 @@ def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
         # A fix that cannot even be planned (no launch file, say) is reported, not fatal:
         # the diagnosis stands on its own.
         return {"plan_error": f"{playbook.name}: {exc}"}
+    # The plan answers the verified hypothesis that unlocked it (the best-ranked one), and
+    # says so: never a kind the facts did not verify.
+    answered = next(
+        (
+            h.kind
+            for h in state.hypotheses
+            if h.status == "verified" and h.kind in playbook.requires
+        ),
+        None,
+    )
+    if answered is None:
+        return {"plan_error": f"{playbook.name}: no verified hypothesis it answers"}
+    plan = plan.model_copy(update={"hypothesis": answered})
     material = {"plan": plan.model_dump(exclude={"digest"}), "facts": sorted(state.facts)}
     digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
     return {"plan": plan.model_copy(update={"digest": digest})}

@@ -1,6 +1,6 @@
 """The playbook contract, and the transaction every fix runs as.
 
-A playbook declares the hypothesis kinds it requires (verified), how to read its
+A playbook declares the hypothesis kinds it answers (one verified is required), how to read its
 preconditions, and how to turn the launch file into the fixed one. ``Transaction`` does
 the rest, the same way for every playbook:
 
@@ -107,7 +107,7 @@ class TrainerSite:
 
 class Playbook(Protocol):
     name: str
-    requires: frozenset[str]
+    requires: frozenset[str]  # the hypothesis kinds it answers: offered when one is verified
     answers: str  # the hypothesis kind whose error signature must be gone afterwards
     signature: Signature  # that error signature, as it appears in the trainer's log
 

@@ -34,7 +34,9 @@ _LIMIT = re.compile(r"hit config\.recompile_limit \((\d+)\)")
 
 class RecompileLimit:
     name = "recompile-limit"
-    requires = frozenset({"dataset_shape_churn"})
+    # Offered when either is verified: new lengths past the limit, or compiled code found
+    # not running (its precondition still demands torch's recompile-limit warning).
+    requires = frozenset({"dataset_shape_churn", "silent_eager_fallback"})
     answers = "dataset_shape_churn"
     signature = WARNING
 

@@ -227,3 +227,28 @@ def test_verification_claims_the_playbooks_own_signature_gone() -> None:
     )
     assert not any("FX-trace error lines" in str(c) for c in verification_claims(fx))
     assert len(verification_claims(fx)) == 3
+
+
+class AnyOfPlaybook(CountingPlaybook):
+    """Answers either of two kinds; its own plan names the first, whatever was verified."""
+
+    name = "recompile-limit"
+    requires = frozenset({"dataset_shape_churn", "checkpoint_integrity"})
+
+    def plan(self, evidence: Evidence) -> FixPlan:
+        return FixPlan(playbook=self.name, hypothesis="dataset_shape_churn", steps=["raise it"])
+
+
+def test_a_playbook_is_offered_when_one_kind_it_answers_is_verified() -> None:
+    """Only checkpoint_integrity is verified: the playbook answering it or churn is
+    offered, and its plan names the kind that was verified, never the other one."""
+    doc, _ = doctor(
+        {"stdout_log": {"count": 0}, "checkpoints": {"count": 1}},
+        playbooks={"recompile-limit": AnyOfPlaybook(), "lock-warmup": CountingPlaybook()},
+        approver="human",
+    )
+    final = build_graph(doc.rules).invoke(
+        DiagnosisState(target="local", plan_only=True), context=doc
+    )
+    assert final["offered"] == ["recompile-limit"]  # lock-warmup's fx_trace_race is refuted
+    assert final["plan"].hypothesis == "checkpoint_integrity"
