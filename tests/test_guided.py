@@ -69,9 +69,18 @@ def race_ws(race_scenario: Scenario, tmp_path: Path) -> Path:
     return ws
 
 
+def transcript(session: str) -> Path:
+    return app_state() / "sessions" / session / "transcript.jsonl"
+
+
 def events(session: str) -> list[dict[str, Any]]:
-    path = app_state() / "sessions" / session / "transcript.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()][1:]
+    return [json.loads(line) for line in transcript(session).read_text().splitlines()][1:]
+
+
+def assert_replays(session: str) -> None:
+    """`replay` of the session's transcript, with no machine: same verdicts, exit 0."""
+    again = doctor("replay", str(transcript(session)))
+    assert again.returncode == 0, again.stdout + again.stderr
 
 
 # -- without a trainer: what the proposer's answers turn into ---------------------------
@@ -238,9 +247,7 @@ def test_adversarial_proposer_is_checked_like_a_rule_and_every_bad_claim_rejecte
     assert len(answers) == 1 and "cosmic_rays" in answers[0]["text"]
 
     # Replayed with no model: the recorded answer is fed back, same verdicts.
-    path = app_state() / "sessions" / doc["session"] / "transcript.jsonl"
-    again = doctor("replay", str(path))
-    assert again.returncode == 0, again.stdout + again.stderr
+    assert_replays(doc["session"])
 
 
 @pytest.mark.torch
@@ -275,9 +282,7 @@ def test_guided_menu_tests_a_hypothesis_probes_again_and_declines_the_fix(race_w
     assert len(stdout_facts) >= 3
 
     # The recorded menu answers replay: same rounds, same verdicts, no machine.
-    path = app_state() / "sessions" / doc["session"] / "transcript.jsonl"
-    again = doctor("replay", str(path))
-    assert again.returncode == 0, again.stdout + again.stderr
+    assert_replays(doc["session"])
 
 
 @pytest.mark.torch
@@ -349,8 +354,7 @@ def test_scripted_pause_then_resume_decline_records_the_outcome_once(race_ws: Pa
     approval = next(e for e in recorded if e["type"] == "approval")
     assert approval["approved"] is False
     assert (race_ws / "launch.sh").read_bytes() == before
-    path = app_state() / "sessions" / session / "transcript.jsonl"
-    rendered = doctor("report", str(path), "--format", "md")
+    rendered = doctor("report", str(transcript(session)), "--format", "md")
     assert rendered.returncode == 0 and "## fix: lock-warmup" in rendered.stdout
 
 
