@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from agent.claims import Verdict
 from agent.proposer import form_claim, parse_answer
 from agent.session import app_state
 from tests.test_cli import SCRIPT
-from tests.workspaces import SMALL, Scenario, clone, race_seed
+from tests.workspaces import SMALL, Scenario, clone, ready_to_race
 from tools.probes import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -302,13 +301,7 @@ def race_ready(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) ->
     """The race scenario, ready to race again when restarted (as tests/test_playbooks.py's
     ``site``): the compile cache as it was before the crash, the crashing launch line."""
     race_scenario.install_baseline("good")
-    ws = clone(race_scenario.ws, tmp_path / "ws")
-    shutil.rmtree(ws / "compile_cache")
-    shutil.copytree(good_workspace / "compile_cache", ws / "compile_cache")
-    flags = ["--steps", "30", "--seed", race_seed(ws), "--emulate-torch211-race"]
-    line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL, *flags])
-    (ws / "launch.sh").write_text(f"#!/bin/sh\n{line}\n")
-    return ws
+    return ready_to_race(race_scenario, good_workspace, tmp_path / "ws")
 
 
 @pytest.mark.torch

@@ -8,8 +8,6 @@ real: the trainer is stopped, edited, restarted and its fresh log lines are read
 from __future__ import annotations
 
 import hashlib
-import shlex
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +18,7 @@ import pytest
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
 from playbooks.base import FX_TRACE
 from playbooks.launch import with_env, with_flag
-from tests.workspaces import SMALL, Scenario, clone, race_seed
+from tests.workspaces import Scenario, ready_to_race
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -32,15 +30,7 @@ def sha(path: Path) -> str:
 
 @pytest.fixture
 def site(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) -> TrainerSite:
-    ws = clone(race_scenario.ws, tmp_path / "ws")
-    # The crash left the new length's kernels in the cache, and a warm compile never sets
-    # the FX flag: put back the cache as it was before the crash, so the race is there to fix.
-    shutil.rmtree(ws / "compile_cache")
-    shutil.copytree(good_workspace / "compile_cache", ws / "compile_cache")
-    # The configuration that crashed (see race_scenario), started again from scratch.
-    flags = ["--steps", "30", "--seed", race_seed(ws), "--emulate-torch211-race"]
-    line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL, *flags])
-    (ws / "launch.sh").write_text(f"#!/bin/sh\n# the trainer's launch file\n{line}\n")
+    ws = ready_to_race(race_scenario, good_workspace, tmp_path / "ws")
     return TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
 
 

@@ -8,6 +8,7 @@ written by hand: every file in it came from the trainer or its own ``break`` com
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import shutil
 import subprocess
 import sys
@@ -169,3 +170,17 @@ def monkeypatch_scenario(
     replaces torch's is_fx_symbolic_tracing after the compiled wrappers exist (and says so
     on stdout). The wrappers keep the original, and the race still kills a worker."""
     return _raced(tmp_path_factory, good_workspace, "monkeypatch", "--monkeypatch-fx-check")
+
+
+def ready_to_race(scenario: Scenario, good_workspace: Path, dest: Path) -> Path:
+    """A copy of the race scenario that races again when restarted from its launch file.
+    The crash left the new length's kernels in the cache, and a warm compile never sets
+    the FX flag: the cache goes back to what it was before the crash, and launch.sh holds
+    the configuration that crashed (see race_scenario), started again from scratch."""
+    ws = clone(scenario.ws, dest)
+    shutil.rmtree(ws / "compile_cache")
+    shutil.copytree(good_workspace / "compile_cache", ws / "compile_cache")
+    flags = ["--steps", "30", "--seed", race_seed(ws), "--emulate-torch211-race"]
+    line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL, *flags])
+    (ws / "launch.sh").write_text(f"#!/bin/sh\n# the trainer's launch file\n{line}\n")
+    return ws

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent.baseline import DiffEntry
-from agent.claims import MISSING, Ref, resolve
+from agent.claims import MISSING, Claim, Equal, Ref, resolve
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, Kind
 
@@ -56,3 +56,13 @@ class Rule(Protocol):
     needs: frozenset[str]
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]: ...
+
+
+def binds_check_at_wrap(source: Fact) -> Claim:
+    """The torch-source fact says compiled wrappers bind the FX check when they are
+    created: why a process-global flag trips another thread's call, and why a later patch
+    of the check does not reach them (the FX race and the monkeypatch both rest on it)."""
+    label = "compiled wrappers bind the FX check at creation"
+    return Claim(
+        predicate=Equal(a=ref(source, "binds_check_at_wrap", "value", label=label), value=True)
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from agent.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
 from agent.hypotheses import Hypothesis, Kind, Prediction
-from agent.rules.base import Evidence, has, ref
+from agent.rules.base import Evidence, binds_check_at_wrap, has, ref
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
@@ -58,19 +58,7 @@ class FxTraceRace:
             # With the error in hand, where it struck: threads, new shapes, torch build.
             claims += self._setting(evidence)
         if source is not None:
-            claims.append(
-                Claim(
-                    predicate=Equal(
-                        a=ref(
-                            source,
-                            "binds_check_at_wrap",
-                            "value",
-                            label="compiled wrappers bind the FX check at creation",
-                        ),
-                        value=True,
-                    )
-                )
-            )
+            claims.append(binds_check_at_wrap(source))
         predictions: list[Prediction] = []
         holds = evidence.value("torch_source", "holds_compiling_flag", "value")
         if holds is False and has(source, "holds_compiling_flag", "value"):

@@ -10,10 +10,10 @@ error logged after the announcement is one the patch did not prevent.
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, Claim, Equal, Greater
+from agent.claims import AtLeast, Claim, Greater
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind
-from agent.rules.base import Evidence, ref
+from agent.rules.base import Evidence, binds_check_at_wrap, ref
 
 FX = ("signatures", "fx_nested_trace")
 ANNOUNCED = ("signatures", "fx_check_patch")
@@ -57,19 +57,7 @@ class IneffectiveMonkeypatch:
             return []
         source = evidence.latest("torch_source")
         if source is not None:
-            claims.append(
-                Claim(
-                    predicate=Equal(
-                        a=ref(
-                            source,
-                            "binds_check_at_wrap",
-                            "value",
-                            label="compiled wrappers bind the FX check at creation",
-                        ),
-                        value=True,
-                    )
-                )
-            )
+            claims.append(binds_check_at_wrap(source))
         if log is not None:
             claims.append(
                 Claim(
