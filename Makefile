@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch is pinned to the CPU build that pip finds on this machine's disk.
-	$(BIN)/python -m pip install -q -e '.[torch,dev]'
+	$(BIN)/python -m pip install -q -e '.[torch,dev,foreign]'
 	touch $(STAMP)
 
 # The SSH tests need a real sshd, the HTML report test a real headless browser: install
