@@ -33,6 +33,7 @@ from itertools import compress, repeat
 from operator import is_not, itemgetter, sub
 from typing import Any, NamedTuple
 
+from . import logformats
 from ._lines import LineReader, plan_ranges
 
 # The fast path parses whole blocks; orjson (when the target happens to have it, as
@@ -52,8 +53,17 @@ __all__ = ["FIELD_ALIASES", "THROUGHPUT_SCALE", "summarize"]
 
 # Field names seen in real trainers' JSONL logs, most likely first.
 FIELD_ALIASES: dict[str, tuple[str, ...]] = {
-    "step": ("step", "global_step", "iteration", "iter", "train/step", "trainer/global_step"),
-    "loss": ("loss", "train_loss", "train/loss", "lm_loss", "total_loss"),
+    "step": (
+        "step",
+        "global_step",
+        "_step",
+        "iteration",
+        "iter",
+        "train/step",
+        "train/global_step",
+        "trainer/global_step",
+    ),
+    "loss": ("loss", "train_loss", "train/loss", "train_loss_step", "lm_loss", "total_loss"),
     "throughput": (
         "tok/s",
         "tokens_per_sec",
@@ -61,11 +71,14 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
         "tokens_per_s",
         "tok_per_s",
         "tokens_per_second",
+        "tokens_per_second_per_gpu",
+        "tokens_per_sec_per_gpu",
         "tokens/s",
         "tok_s",
         "tps",
         "throughput",
         "train/tokens_per_sec",
+        "train/tokens_per_second",
         "ktok_s",
         "ktok/s",
         "Ktok/s",
@@ -73,7 +86,43 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
         "ktokens_per_sec",
     ),
     "time": ("time", "timestamp", "ts", "wall_time", "walltime", "_timestamp", "t"),
+    # What throughput is derived from when no field holds it: a token count (running
+    # total or per step) over seconds (timestamps, seconds since start, or a step time).
+    "tokens": (
+        "num_input_tokens_seen",
+        "tokens_seen",
+        "num_tokens_seen",
+        "total_tokens",
+        "consumed_tokens",
+        "cumulative_tokens",
+        "tokens",
+        "num_tokens",
+        "ntokens",
+        "n_tokens",
+        "batch_tokens",
+        "tokens_per_step",
+        "step_tokens",
+    ),
+    "elapsed": ("_runtime", "elapsed", "elapsed_s", "elapsed_time", "time_elapsed", "runtime"),
+    "step_time": ("step_time", "iter_time", "time_per_step", "batch_time", "iteration_time"),
 }
+# Token counts that only grow (a running total); any other count is one step's tokens.
+CUMULATIVE_TOKENS = frozenset(
+    (
+        "num_input_tokens_seen",
+        "tokens_seen",
+        "num_tokens_seen",
+        "total_tokens",
+        "consumed_tokens",
+        "cumulative_tokens",
+    )
+)
+# Roles also found by the last part of a nested name (``train/loss``, ``perf/throughput``)
+# unless the name is an evaluation's (``eval/loss``).
+BY_LAST_PART = ("step", "loss", "throughput", "tokens")
+NOT_TRAINING = ("eval", "val", "valid", "validation", "test")
+# Roles read on every record; the others only when throughput has to be derived.
+ALWAYS = ("step", "loss", "throughput", "time")
 # Multiplier to tokens/s for throughput fields whose unit is not tokens/s.
 THROUGHPUT_SCALE: dict[str, float] = {
     "ktok_s": 1000.0,
@@ -86,7 +135,7 @@ UNIT_SCALE = {"tok/s": 1.0, "ktok/s": 1000.0, "mtok/s": 1e6}
 
 # Fields that split one log into series (one per device and role): steps restart per
 # series, and throughput is compared per series.
-GROUP_ALIASES = ("role", "device", "rank", "local_rank")
+GROUP_ALIASES = ("role", "device", "rank", "local_rank", "global_rank")
 MAX_GROUPS = 64
 PARALLEL_MIN = 64 << 20  # below this a log is read in one process: forking costs more
 SAMPLES = 5  # malformed-line samples, restarts, gaps kept
@@ -274,6 +323,32 @@ def _lookup(d: dict[str, Any], name: str) -> Any:
             cur = cur[part]
         return cur
     return None
+
+
+def _find_alias(role: str, d: dict[str, Any]) -> str | None:
+    """The key of ``d`` that holds ``role``: a common name, else (for the roles of
+    ``BY_LAST_PART``) a nested name whose last part is one (``train/loss``), never an
+    evaluation's (``eval/loss``)."""
+    aliases = FIELD_ALIASES[role]
+    for a in aliases:
+        if a in d:
+            return a
+    if role not in BY_LAST_PART:
+        return None
+    for k in d:
+        if not isinstance(k, str) or "/" not in k:
+            continue
+        head, _, last = k.rpartition("/")
+        if last in aliases and head.split("/")[0].lower() not in NOT_TRAINING:
+            return k
+    return None
+
+
+def _scale_of(name: str) -> float:
+    """The multiplier to tokens/s of a throughput field (``ktok_s``: 1000)."""
+    if name in THROUGHPUT_SCALE:
+        return THROUGHPUT_SCALE[name]
+    return THROUGHPUT_SCALE.get(name.rpartition("/")[2], 1.0)
 
 
 class _Window:
@@ -510,9 +585,25 @@ class _Summarizer:
     loops run only where something is off (a restart, a gap, a missing field)."""
 
     def __init__(
-        self, fields: dict[str, Any], scale: float | None, window: int, max_values: int
+        self,
+        fields: dict[str, Any],
+        scale: float | None,
+        window: int,
+        max_values: int,
+        fmt: str = "jsonl",
+        header: list[str] | None = None,
     ) -> None:
+        self.fmt = fmt
+        self.header = header
+        self.header_raw = ",".join(header) if header else None
+        self.other_lines = 0  # text lines that hold no record (progress bars, warnings…)
+        self.other_samples: list[dict[str, Any]] = []
+        self.shapes: dict[str, int] = {}  # text records by the shape of their line
+        self.derived: dict[str, Any] | None = None  # what throughput was derived from
+        self.derive_prev: dict[str, tuple[float, float, float | None]] = {}
+        self.cumulative: bool | None = None
         group = fields.get("group")
+        self.fixed_groups = group is not None
         self.group_keys: tuple[str, ...] | None = (
             None if group is None else tuple([group] if isinstance(group, str) else group)
         )
@@ -587,7 +678,7 @@ class _Summarizer:
             if layout in self.alias_cache:
                 name = self.alias_cache[layout]
             else:
-                name = next((a for a in FIELD_ALIASES[role] if a in d), None)
+                name = _find_alias(role, d)
                 if len(self.alias_cache) < 256:
                     self.alias_cache[layout] = name
             if name is None:
@@ -602,11 +693,11 @@ class _Summarizer:
             if role == "throughput" and self.fixed_scale is None:
                 if scales is None:
                     scales = [self.scale] * len(recs)
-                scales[i] = THROUGHPUT_SCALE.get(name, 1.0)
+                scales[i] = _scale_of(name)
         if scales is not None:
             # Values read under an alias carry that alias' unit; batch() multiplies by
             # the current scale, so divide it out here.
-            new_scale = THROUGHPUT_SCALE.get(self.keys[role] or "", 1.0)
+            new_scale = _scale_of(self.keys[role] or "")
             col = [v * sc / new_scale if type(v) in _NUMERIC else v for v, sc in zip(col, scales)]
             self.scale = new_scale
         return col
@@ -690,6 +781,15 @@ class _Summarizer:
         losses = _numbers(self.column("loss", recs, lines))
         times = self.times(recs, lines)
         groups = self.partition(recs)
+        if (
+            "throughput" not in self.fixed
+            and not toks.full
+            and toks.vals.count(None) == n
+            and (self.keys["throughput"] is None or self.derived is not None)
+        ):
+            derived = self.derive(recs, lines, steps, times, groups)
+            if derived is not None:
+                toks = derived
         self.time_batch(times, lines, offsets)
         self.series(self.all, steps if groups is None else None, toks, losses, lines, offsets)
         parts: dict[str, list[int]] = groups or {}
@@ -717,6 +817,78 @@ class _Summarizer:
             if self.win.n >= self.window_size:
                 self.close_window()
             i = j
+
+    def derive(
+        self,
+        recs: list[dict[str, Any]],
+        lines: list[int | None],
+        steps: _Col,
+        times: _Col,
+        groups: dict[str, list[int]] | None,
+    ) -> _Col | None:
+        """Tokens/s from a token count and seconds, per series, when no field holds it:
+        a running total over the time between records, or one step's tokens over its
+        step time (else over the time since the record before, times the steps between)."""
+        tokens = _numbers(self.column("tokens", recs, lines))
+        if tokens.vals.count(None) == len(recs):
+            return None
+        step_time = _numbers(self.column("step_time", recs, lines))
+        clock = times
+        clock_name = self.keys["time"]
+        if not times.vals or times.vals.count(None) == len(recs):
+            clock = _numbers(self.column("elapsed", recs, lines))
+            clock_name = self.keys["elapsed"]
+        name = self.keys["tokens"] or ""
+        if self.cumulative is None:
+            if name in CUMULATIVE_TOKENS:
+                self.cumulative = True
+            else:
+                seen = [v for v in tokens.vals if v is not None][:8]
+                # A count that grows at every record is a running total; a per-step
+                # count repeats or wanders.
+                self.cumulative = len(seen) >= 3 and all(b > a for a, b in zip(seen, seen[1:]))  # noqa: RUF007 (3.8)
+        label_of: list[str] = [""] * len(recs)
+        for g, idx in (groups or {}).items():
+            for i in idx or range(len(recs)):
+                label_of[i] = g
+        out: list[float | None] = []
+        prev = self.derive_prev
+        for i in range(len(recs)):
+            tok, t, st = tokens.vals[i], clock.vals[i], steps.vals[i]
+            dt_step = step_time.vals[i]
+            v: float | None = None
+            if tok is None:
+                out.append(None)
+                continue
+            before = prev.get(label_of[i])
+            if not self.cumulative and dt_step:
+                v = tok / dt_step
+            elif t is not None and before is not None and t > before[1]:
+                if self.cumulative:
+                    v = (tok - before[0]) / (t - before[1]) if tok >= before[0] else None
+                else:
+                    span = st - before[2] if st is not None and before[2] is not None else 1
+                    v = tok * max(1.0, span) / (t - before[1])
+            if t is not None:
+                prev[label_of[i]] = (tok, t, st)
+            out.append(v)
+        if self.derived is None and any(v is not None for v in out):
+            over = (
+                self.keys["step_time"] if not self.cumulative and self.keys["step_time"] else None
+            )
+            self.derived = {
+                "tokens": name,
+                "tokens_kind": "running total" if self.cumulative else "per step",
+                "seconds": over or clock_name,
+                "how": (
+                    f"{name} / {over}"
+                    if over
+                    else f"difference of {name} over difference of {clock_name}"
+                    if self.cumulative
+                    else f"{name} x steps between records / difference of {clock_name}"
+                ),
+            }
+        return _Col(out, False)
 
     def series(
         self,
@@ -831,7 +1003,7 @@ class _Summarizer:
             if d.get(key) is not None:
                 d[key] = None if delta is None else d[key] + delta
 
-        for d in self.malformed_samples + self.schema_changes + self.windows:
+        for d in self.malformed_samples + self.schema_changes + self.windows + self.other_samples:
             move(d)
             move(d, "first_line")
         if self.win.first_line is not None:
@@ -858,6 +1030,14 @@ class _Summarizer:
         other.close_window()
         self.records += other.records
         self.blank += other.blank
+        self.other_lines += other.other_lines
+        self.other_samples = (self.other_samples + other.other_samples)[:SAMPLES]
+        for k, v in other.shapes.items():
+            self.shapes[k] = self.shapes.get(k, 0) + v
+        if self.derived is None:
+            self.derived = other.derived
+        if self.cumulative is None:
+            self.cumulative = other.cumulative
         for k, v in other.malformed.items():
             self.malformed[k] = self.malformed.get(k, 0) + v
         self.malformed_samples = (self.malformed_samples + other.malformed_samples)[:SAMPLES]
@@ -919,7 +1099,7 @@ class _Summarizer:
 
     # -- blocks -------------------------------------------------------------------
     def block(self, first_line: int | None, offset: int, data: bytes, overlong: list[int]) -> None:
-        if not overlong:
+        if self.fmt == "jsonl" and not overlong:
             try:
                 # One C call for a whole block of well-formed lines is ~2x faster than a
                 # json.loads per line. A blank or bad line makes it fail (",," is not
@@ -965,6 +1145,16 @@ class _Summarizer:
     def last_line(self, line: int | None, offset: int, data: bytes, overlong: list[int]) -> bool:
         """The final line, with no newline after it; True if it was a whole record."""
         d = None
+        if self.fmt != "jsonl":
+            if not overlong:
+                d = self.parse_other(data, line, offset, last=True)
+            if d is None:
+                if self.fmt == "text" and data.strip() and not overlong:
+                    return False  # a text line without a record: nothing was cut
+                self.bad("cut_last_line", line, offset, data)
+                return False
+            self.batch([d], [line], [offset])
+            return True
         if not overlong:
             try:
                 d = json.loads(data)
@@ -976,7 +1166,52 @@ class _Summarizer:
         self.batch([d], [line], [offset])
         return True
 
+    def parse_other(
+        self, raw: bytes, line: int | None, offset: int, last: bool = False
+    ) -> dict[str, Any] | None:
+        """A CSV row or a text line as a record (None: damage, or no record in it)."""
+        binary = b"\x00" in raw
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            binary = True
+        if binary:
+            if not last:
+                self.bad("binary", line, offset, raw)
+            return None
+        if self.fmt == "csv":
+            assert self.header is not None
+            if text.strip() == self.header_raw:
+                return None
+            d = logformats.parse_csv_row(text, self.header)
+            if d is None and not last:
+                self.bad("csv_cells", line, offset, raw)
+            return d
+        d, shape = logformats.parse_text_line(text)
+        if d is not None and not self.recognised(d):
+            d, shape = None, ""
+        if d is None:
+            if not last:
+                self.other_lines += 1
+                if len(self.other_samples) < SAMPLES:
+                    sample = {"line": line, "sample": text[:SAMPLE_BYTES]}
+                    self.other_samples.append(sample)
+            return None
+        self.shapes[shape] = self.shapes.get(shape, 0) + 1
+        return d
+
+    def recognised(self, d: dict[str, Any]) -> bool:
+        """A text record counts when it holds a step, loss, throughput or token count
+        (else ``lr=3e-4 warmup=100`` on a config line would be a training step)."""
+        for role in ("step", "loss", "throughput", "tokens"):
+            name = self.fixed.get(role)
+            if (name in d) if name else _find_alias(role, d) is not None:
+                return True
+        return False
+
     def parse_one(self, raw: bytes, line: int | None, offset: int) -> dict[str, Any] | None:
+        if self.fmt != "jsonl":
+            return self.parse_other(raw, line, offset)
         try:
             d = json.loads(raw)
         except ValueError:
@@ -996,6 +1231,50 @@ class _Summarizer:
         return d
 
     # -- result -------------------------------------------------------------------
+    def schema(self) -> dict[str, Any]:
+        """Which field plays which role, and why: part of the fact, so a report can say
+        what was read and a profile can correct it."""
+        why: dict[str, str] = {}
+        for role, key in self.keys.items():
+            if role in self.fixed:
+                why[role] = "named by the profile"
+            elif key is not None:
+                why[role] = (
+                    f"common name {key!r}"
+                    if key in FIELD_ALIASES[role]
+                    else f"{key!r} ends in a common name"
+                )
+        if self.derived is not None:
+            why["throughput"] = "derived: " + str(self.derived["how"])
+        elif self.keys["throughput"] is None:
+            why["throughput"] = (
+                "no field with a common throughput name, and no token count with"
+                " seconds to derive it from"
+            )
+        if self.group_keys:
+            why["group"] = (
+                "named by the profile"
+                if self.fixed_groups
+                else "fields of " + ", ".join(GROUP_ALIASES) + " in the first record"
+            )
+        used = {k for k in self.keys.values() if k} | set(self.group_keys or ())
+        unit = next((u for u, sc in UNIT_SCALE.items() if sc == self.scale), f"x{self.scale} tok/s")
+        return {
+            "format": self.fmt,
+            "step": self.keys["step"],
+            "loss": self.keys["loss"],
+            "throughput": self.keys["throughput"] if self.derived is None else "derived",
+            "throughput_unit": unit,
+            "time": self.keys["time"],
+            "elapsed": self.keys["elapsed"],
+            "tokens": self.keys["tokens"],
+            "derived": self.derived,
+            "group": list(self.group_keys or ()),
+            "ignored": sorted(k for k in self.keys_seen if k not in used)[:32],
+            "shapes": dict(sorted(self.shapes.items())),
+            "why": why,
+        }
+
     def result(self) -> dict[str, Any]:
         self.close_window()
         interval = self.intervals.summary()
@@ -1010,7 +1289,31 @@ class _Summarizer:
         tok = overall["throughput"]
         tok["unit"] = "tok/s"
         tok["nonfinite"] = self.nonfinite["throughput"]
+        early = _early_windows(self.windows)
+        tok["early_median"] = _median(
+            [w["tok_s_median"] for w in early if w["tok_s_median"] is not None]
+        )
+        for g, summ in groups.items():
+            summ["throughput"]["early_median"] = _median(
+                [
+                    v
+                    for w in early
+                    for v in [(w.get("tok_s_median_by_group") or {}).get(g)]
+                    if v is not None
+                ]
+            )
         return {
+            "format": self.fmt,
+            "schema": self.schema(),
+            "other_lines": self.other_lines,
+            "other_samples": self.other_samples,
+            "early_window": {
+                "windows": len(early),
+                "first_step": early[0]["first_step"] if early else None,
+                "last_step": early[-1]["last_step"] if early else None,
+                "why": EARLY_WHY,
+            },
+            "aggregates": _aggregates(groups, tok, list(self.group_keys or ())),
             "records": self.records,
             "blank_lines": self.blank,
             "malformed": sum(self.malformed.values()),
@@ -1043,6 +1346,58 @@ class _Summarizer:
             "windows": self.windows,
             "last_records": [_clip_record(d) for d in self.last_records],
         }
+
+
+# The log's own baseline when nothing else records one: the run's early steady state.
+# The first window is left out (compilation and warm-up make it slow, and a baseline
+# that low would hide any slowdown); the next quarter of the windows is the baseline.
+EARLY_WHY = "windows 2 to 1+n/4 of the log's n windows (the first is warm-up)"
+
+
+def _early_windows(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return windows[1 : 1 + max(1, len(windows) // 4)]
+
+
+def _aggregates(
+    groups: dict[str, dict[str, Any]], tok: dict[str, Any], keys: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Throughput over several series: all of them, and each ``field=value`` the log's
+    groups share (``role=drafter`` over three drafter devices). Per-series throughput
+    adds up (devices work side by side), so an aggregate is the sum of its series'
+    medians; a log of one series has the median over its records."""
+    if not groups:
+        return {
+            "all": {
+                "how": "median over the log's records (one series)",
+                "groups": [],
+                "recent_median": tok.get("recent_median"),
+                "median": tok.get("median"),
+                "early_median": tok.get("early_median"),
+            }
+        }
+    subsets: dict[str, list[str]] = {"all": sorted(groups)}
+    for k in keys:
+        by_value: dict[str, list[str]] = {}
+        for g in sorted(groups):
+            for part in g.split(","):
+                if part.partition("=")[0] == k:
+                    by_value.setdefault(part, []).append(g)
+        for label, members in by_value.items():
+            if 1 < len(members) < len(groups):
+                subsets[label] = members
+    out: dict[str, dict[str, Any]] = {}
+    for label, members in subsets.items():
+        entry: dict[str, Any] = {
+            "how": "sum of the per-group medians",
+            "groups": members,
+        }
+        for stat in ("recent_median", "median", "early_median"):
+            vals = [groups[g]["throughput"].get(stat) for g in members]
+            nums = [v for v in vals if isinstance(v, (int, float))]
+            entry[stat] = sum(nums) if nums else None
+            entry[stat + "_groups"] = len(nums)
+        out[label] = entry
+    return out
 
 
 def _merge_steps(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1199,6 +1554,54 @@ def _scan_forked(
     return _Scan(summ, lines, sum(p.bytes_read for p in done), last.cut, last.unterminated)
 
 
+def _trainer_state(
+    f: io.FileIO,
+    size: int,
+    fields: dict[str, Any],
+    scale: float | None,
+    max_scan: int,
+    windows: int,
+    max_values: int,
+) -> dict[str, Any]:
+    """A ``trainer_state.json``: one JSON document, read whole (it holds one entry per
+    logging step, so even a long run's is a few MB), its ``log_history`` the records."""
+    steps: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    evals = 0
+    state: dict[str, Any] = {}
+    problem = None
+    f.seek(0)
+    data = f.read(max_scan + 1)
+    if len(data) > max_scan:
+        problem = "too_large"
+    else:
+        try:
+            steps, summaries, evals, state = logformats.trainer_state_records(json.loads(data))
+        except ValueError:
+            problem = "not_trainer_state"
+    window = max(1, math.ceil(len(steps) / max(1, windows)))
+    summ = _Summarizer(fields, scale, window, max_values, "trainer_state")
+    if problem is not None:
+        summ.bad(problem, None, 0, data[:SAMPLE_BYTES])
+    summ.batch(steps, [None] * len(steps), [0] * len(steps))
+    out = summ.result()
+    out["schema"]["why"]["format"] = "a JSON document with a log_history (Trainer's state)"
+    out["trainer_state"] = state
+    out["run_summaries"] = [_clip_record(d) for d in summaries[-SAMPLES:]]
+    out["eval_records"] = evals
+    out["size"] = size
+    out["coverage"] = {
+        "mode": "full" if problem != "too_large" else "none",
+        "ranges": [[0, min(size, len(data))]],
+        "bytes_read": len(data),
+        "skipped_bytes": max(0, size - len(data)),
+        "lines_read": None,
+    }
+    out["unterminated_last_line"] = False
+    out["cut_last_line"] = False
+    return out
+
+
 def _idle_cpus() -> int:
     """CPUs nobody is using right now, at most 4: on a box busy with training, reading
     in parallel only competes with the trainer (and with itself)."""
@@ -1243,12 +1646,21 @@ def summarize(
     # gives about ``windows`` of them.
     f.seek(0)
     sample = f.read(64 << 10)
+    name = f.name if isinstance(f.name, str) else ""
+    fmt, fmt_why = logformats.sniff(name, sample, (fields or {}).get("format") or None)
+    if fmt == "trainer_state":
+        return _trainer_state(f, size, dict(fields or {}), scale, max_scan, windows, max_values)
+    header = None
+    if fmt == "csv":
+        header = logformats.csv_header(sample.split(b"\n", 1)[0])
+        if header is None:
+            fmt, fmt_why = "text", "no CSV header row: read as text lines"
     avg = max(1.0, len(sample) / max(1, sample.count(b"\n")))
     scanned = sum(e - s for s, e in ranges)
     window = max(1, math.ceil(scanned / avg / max(1, windows)))
 
     def new() -> _Summarizer:
-        return _Summarizer(dict(fields or {}), scale, window, max_values)
+        return _Summarizer(dict(fields or {}), scale, window, max_values, fmt, header)
 
     if workers is None:
         workers = _idle_cpus() if scanned >= PARALLEL_MIN else 1
@@ -1259,6 +1671,7 @@ def summarize(
     if scan is None:
         scan = _scan(f, whole, new(), max_line)
     out = scan.summ.result()
+    out["schema"]["why"]["format"] = fmt_why
     out["size"] = size
     out["coverage"] = {
         "mode": "full" if len(ranges) == 1 else "head+tail",

@@ -1,0 +1,292 @@
+# Shipped to targets running Python 3.8: zip(strict=) is 3.10+.
+# ruff: noqa: B905
+"""The record formats a training log comes in, and which one a file is.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+
+Trainers write their metrics in a handful of shapes; each reader here turns one line (or,
+for ``trainer_state``, one document) into records, plain dicts that
+``tools.parsers.trainlog`` summarises whatever their origin:
+
+- ``jsonl``: one JSON object a line (the reference trainer, wandb-style exports…);
+- ``csv``: a header row, then one row a log call, sparse cells left empty (Lightning's
+  ``CSVLogger`` writes ``metrics.csv`` so: ``lightning/fabric/loggers/csv_logs.py``);
+- ``trainer_state``: Hugging Face ``Trainer``'s ``trainer_state.json``, whose
+  ``log_history`` holds one entry a logging step and a run summary last;
+- ``text``: lines a person could read: torchtune's ``Step N | loss:x lr:y ``
+  (``DiskLogger.log_dict``), SpecForge's ``Train - Step N [N/T], Loss: x, Acc: y``,
+  Python-dict lines (what ``Trainer`` prints), ``key=value`` and ``key: value`` pairs,
+  each after whatever ``logging`` prefix (time, level, logger name, ``[rank0]:``).
+
+A text log holds much besides metrics (progress bars, warnings): a line that is not a
+record is counted as such, not as damage.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+import re
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "FORMATS",
+    "csv_header",
+    "parse_csv_row",
+    "parse_text_line",
+    "sniff",
+    "trainer_state_records",
+]
+
+FORMATS = ("jsonl", "csv", "trainer_state", "text")
+
+SNIFF_LINES = 20
+MAX_DICT_LINE = 8192  # a Python-dict line longer than this is not literal_eval'ed
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_RANK = re.compile(r"\[(?:rank|default|RANK |Rank )(\d+)\]:?\s*")
+_STAMP = re.compile(
+    r"\[?(?P<t>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2})\]?\s*"
+)
+_LEVEL = re.compile(
+    r"[-|:\s]*\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]*:|[-|:\s]+)"
+)
+_LOGGER = re.compile(r"[\w.<>\[\]]+(?::\d+)?\s+-\s+")
+_TORCHTUNE = re.compile(r"Step (\d+) \| (.*)")
+_SPECFORGE = re.compile(r"(Train|Eval) - Step (\d+) \[[^\]]*\],\s*(.*)")
+_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
+_PAIR = re.compile(
+    r"(?P<k>[A-Za-z_][\w./\-()]*)\s*[=:]\s*(?P<v>" + _NUMBER + r")(?:s|ms|%)?(?![\w.])"
+)
+_LEAD_STEP = re.compile(r"(?:step|iter|iteration)\s+(\d+)\b", re.IGNORECASE)
+# tqdm's bar (``42%|####  | 42/100 [00:12<00:17, 3.4it/s, loss=2.3]``): its postfix
+# looks like metrics but is a running display, without a step.
+_PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[\d+:\d+")
+_TENSOR = re.compile(r"tensor\((" + _NUMBER + r")[,)]")
+
+
+def _number(text: str) -> Any:
+    """``text`` as an int or float when it is one (``1,234`` too), else ``text``."""
+    t = text.strip()
+    m = _TENSOR.match(t)
+    if m:
+        t = m.group(1)
+    if "," in t and re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", t):
+        t = t.replace(",", "")
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        return text
+
+
+def _stamp(text: str) -> float | None:
+    """Epoch seconds of a ``logging`` time (local time, as ``logging`` writes it)."""
+    t = text.replace(",", ".")
+    for fmt in ("%m/%d/%Y %H:%M:%S",):
+        try:
+            return datetime.strptime(t, fmt).timestamp()
+        except ValueError:
+            pass
+    try:
+        s = t[:-1] + "+00:00" if t.endswith("Z") else t
+        return datetime.fromisoformat(s.replace("T", " ", 1)).timestamp()
+    except ValueError:
+        return None
+
+
+def _strip_prefix(line: str) -> tuple[str, dict[str, Any]]:
+    """The message of a line, and what its prefix said (``time``, ``rank``)."""
+    meta: dict[str, Any] = {}
+    rest = _ANSI.sub("", line).strip()
+    for _ in range(2):  # the rank may come before or after the time
+        m = _RANK.match(rest)
+        if m:
+            meta["rank"] = int(m.group(1))
+            rest = rest[m.end() :]
+        m = _STAMP.match(rest)
+        if m and "time" not in meta:
+            t = _stamp(m.group("t"))
+            if t is not None:
+                meta["time"] = t
+                rest = rest[m.end() :]
+                m2 = _LEVEL.match(rest)
+                if m2:
+                    rest = rest[m2.end() :]
+                    m3 = _LOGGER.match(rest)
+                    if m3:
+                        rest = rest[m3.end() :]
+    m = _LEVEL.match(rest)
+    if m and m.start() == 0 and rest[:1].isalpha():
+        rest = rest[m.end() :]
+    return rest.strip(), meta
+
+
+def _dict_line(msg: str) -> dict[str, Any] | None:
+    if not (msg.startswith("{") and msg.endswith("}")) or len(msg) > MAX_DICT_LINE:
+        return None
+    try:
+        d = json.loads(msg)
+    except ValueError:
+        try:
+            d = ast.literal_eval(msg)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not isinstance(d, dict):
+        return None
+    return {str(k): _number(v) if isinstance(v, str) else v for k, v in d.items()}
+
+
+def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
+    """The record one text line holds, and which shape it had (``torchtune``,
+    ``specforge``, ``dict``, ``pairs``); None and ``""`` when it holds none, and None
+    and ``specforge_eval`` for an evaluation line (not a training step)."""
+    msg, meta = _strip_prefix(line)
+    if _PROGRESS.search(msg):
+        return None, "progress"
+    rec: dict[str, Any] | None = None
+    shape = ""
+    m = _TORCHTUNE.match(msg)
+    if m:
+        rec = {"step": int(m.group(1))}
+        for word in m.group(2).split():
+            name, sep, value = word.partition(":")
+            if sep and name:
+                rec[name] = _number(value)
+        shape = "torchtune"
+    if rec is None:
+        m = _SPECFORGE.match(msg)
+        if m:
+            if m.group(1) == "Eval":
+                return None, "specforge_eval"
+            rec = {"step": int(m.group(2))}
+            for part in m.group(3).split(","):
+                name, sep, value = part.partition(":")
+                if sep and name.strip():
+                    rec[name.strip().lower()] = _number(value)
+            shape = "specforge"
+    if rec is None:
+        rec = _dict_line(msg)
+        shape = "dict" if rec is not None else ""
+    if rec is None:
+        pairs = {p.group("k"): _number(p.group("v")) for p in _PAIR.finditer(msg)}
+        lead = _LEAD_STEP.match(msg)
+        if lead and "step" not in pairs:
+            pairs = {"step": int(lead.group(1)), **pairs}
+        if len(pairs) >= 2:
+            rec, shape = pairs, "pairs"
+    if rec is None:
+        return None, ""
+    for k, v in meta.items():
+        rec.setdefault(k, v)
+    return rec, shape
+
+
+def csv_header(first_line: bytes) -> list[str] | None:
+    """The column names of a CSV header row, or None when the line is not one."""
+    try:
+        text = first_line.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    if not text or text.startswith("{"):
+        return None
+    row = next(csv.reader([text]), [])
+    if len(row) < 2 or any(not c.strip() for c in row):
+        return None
+    if any(not isinstance(_number(c), str) for c in row):
+        return None  # a row of numbers is data, not a header
+    return [c.strip() for c in row]
+
+
+def parse_csv_row(raw: str, header: list[str]) -> dict[str, Any] | None:
+    """One data row as a record (empty cells left out), None when its cell count is not
+    the header's."""
+    row = next(csv.reader([raw]), [])
+    if len(row) != len(header):
+        return None
+    return {k: _number(v) for k, v in zip(header, row) if v != ""}
+
+
+# Keys of the last ``log_history`` entry ``Trainer.train`` writes: a summary of the
+# run (averages over it), not one more logging step.
+RUN_SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
+
+
+def trainer_state_records(
+    doc: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, dict[str, Any]]:
+    """``trainer_state.json``'s ``log_history`` split into training-step records, run
+    summaries and a count of evaluation entries, with the state's own step counters.
+    Raises ValueError when ``doc`` is not a trainer state."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
+        raise ValueError("not a trainer state: no log_history list")
+    steps: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    evals = 0
+    for entry in doc["log_history"]:
+        if not isinstance(entry, dict):
+            continue
+        if any(k in entry for k in RUN_SUMMARY_KEYS):
+            summaries.append(entry)
+        elif "loss" not in entry and any(str(k).startswith("eval_") for k in entry):
+            evals += 1
+        else:
+            steps.append(entry)
+    state = {
+        k: doc[k]
+        for k in (
+            "global_step",
+            "max_steps",
+            "epoch",
+            "logging_steps",
+            "save_steps",
+            "num_input_tokens_seen",
+            "train_batch_size",
+        )
+        if k in doc and isinstance(doc[k], (int, float, type(None)))
+    }
+    return steps, summaries, evals, state
+
+
+def sniff(path: str, head: bytes, fmt: str | None = None) -> tuple[str, str]:
+    """The format of the log at ``path`` whose first bytes are ``head``, and why.
+    ``fmt`` (the profile's) wins when given."""
+    if fmt:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown log format {fmt!r} (know {', '.join(FORMATS)})")
+        return fmt, "the profile says so"
+    name = os.path.basename(path).lower()
+    if name == "trainer_state.json":
+        return "trainer_state", "named trainer_state.json"
+    lines = [ln.strip() for ln in head.split(b"\n")[:SNIFF_LINES] if ln.strip()]
+    if b'"log_history"' in head[: 1 << 16] and lines and lines[0].startswith(b"{"):
+        return "trainer_state", "a JSON document with a log_history"
+    if name.endswith((".jsonl", ".ndjson")):
+        return "jsonl", "named *.jsonl"
+    objects = sum(1 for ln in lines if ln.startswith(b"{") and ln.endswith(b"}"))
+    if lines and objects * 2 > len(lines) and _looks_json(lines[0]):
+        return "jsonl", "its lines are JSON objects"
+    if lines and csv_header(lines[0]) is not None:
+        width = len(csv_header(lines[0]) or [])
+        rows = [next(csv.reader([ln.decode("utf-8", "replace")]), []) for ln in lines[1:4]]
+        if name.endswith(".csv") or (rows and all(len(r) == width for r in rows)):
+            return "csv", "a header row and rows of as many cells" if not name.endswith(
+                ".csv"
+            ) else "named *.csv with a header row"
+    if objects and _looks_json(lines[0]):
+        return "jsonl", "its first line is a JSON object"
+    return "text", "neither JSON lines, CSV nor a trainer state: read as text lines"
+
+
+def _looks_json(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
