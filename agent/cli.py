@@ -196,6 +196,7 @@ def facts(
 ) -> None:
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     probes = _probe_list(only)
+    _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
     )
@@ -216,6 +217,7 @@ def facts(
         document = {
             "session": session.id,
             "target": str(resolved.uri),
+            "settings": resolved.settings,
             "facts": [f.model_dump(mode="json") for f in gathered],
             "skipped": gatherer.skipped,
         }
@@ -235,6 +237,11 @@ def facts(
             style="dim",
         )
     console.print(f"ledger: {session.ledger.path}", style="dim")
+
+
+def _say_settings(resolved: Resolved) -> None:
+    """Which profile (or none) the command runs with: a --config never applies silently."""
+    typer.echo(f"settings: {resolved.settings}", err=True)
 
 
 def _probe_list(only: str | None) -> frozenset[str] | None:
@@ -276,6 +283,7 @@ def snapshot(
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     store = baseline_store()
     store.path(name)  # a bad name fails before anything runs
+    _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
     )
@@ -344,6 +352,7 @@ def diagnose(
         load_model(proposer)  # a proposer that cannot be built fails before anything runs
     if baseline is not None:
         baseline_store().load(baseline)  # an unknown baseline fails before anything runs
+    _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
     )

@@ -89,6 +89,7 @@ def _files(v: dict[str, Any]) -> str:
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "host": lambda v: f"{v.get('hostname')} · up {v.get('uptime_s')}s · {v.get('cpu_count')} cpus",
     "pyenv": _pyenv,
+    "interpreter": lambda v: f"{v.get('path')}: {v.get('chosen_because')}",
     "gpus": _gpus,
     "processes": lambda v: f"{len(v.get('processes', []))} matching processes",
     "caches": _caches,

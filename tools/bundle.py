@@ -41,6 +41,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from tools.errors import UsageError
+from tools.interpreter import discovery_argv
 from tools.probes import PROBES, module
 from tools.probes._runner import FORMAT, SENTINEL
 from tools.transport.base import CommandResult, Transport, digest
@@ -74,6 +75,11 @@ class SweepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     interpreter: str = Field("python3", description="the target's Python, e.g. a venv's")
+    # Choose the trainer's Python on the target (tools.interpreter); ``interpreter`` is
+    # then the fallback. Off: ``interpreter`` is used as given, for ``interpreter_reason``.
+    discover_interpreter: bool = False
+    interpreter_reason: str = "set in the sweep spec"
+    launch: str | None = Field(None, description="the trainer's launch file or command")
     workspace: str | None = None
     checkpoints: str | None = None
     train_log: str | None = None
@@ -133,10 +139,12 @@ class Plan(BaseModel):
     interpreter: str
     probes: tuple[PlannedProbe, ...]
     parallel: int
+    # The discovery preamble's command (tools.interpreter), or None: ``interpreter -``.
+    discovery: tuple[str, ...] | None = None
 
     @property
-    def argv(self) -> tuple[str, str]:
-        return (self.interpreter, "-")
+    def argv(self) -> tuple[str, ...]:
+        return self.discovery or (self.interpreter, "-")
 
     def runnable(self) -> list[PlannedProbe]:
         return [p for p in self.probes if p.params is not None]
@@ -238,6 +246,10 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
             return {"paths": paths}, ""
         case "pyenv" | "gpus" | "torch_source":
             return {}, ""
+        case "interpreter":
+            if spec.discover_interpreter:
+                return {}, ""
+            return {"configured": spec.interpreter, "because": spec.interpreter_reason}, ""
         case "processes":
             return {"match": list(spec.process_match)}, ""
         case "caches":
@@ -303,7 +315,25 @@ def build_plan(spec: SweepSpec, only: Iterable[str] | None = None) -> Plan:
         params, reason = _params(name, spec)
         timeout = float(spec.timeouts.get(name, module(name).TIMEOUT))
         planned.append(PlannedProbe(name=name, params=params, timeout=timeout, reason=reason))
-    return Plan(interpreter=spec.interpreter, probes=tuple(planned), parallel=spec.parallel)
+    return Plan(
+        interpreter=spec.interpreter,
+        probes=tuple(planned),
+        parallel=spec.parallel,
+        discovery=_discovery(spec),
+    )
+
+
+def _discovery(spec: SweepSpec) -> tuple[str, ...] | None:
+    if not spec.discover_interpreter:
+        return None
+    # A process is looked for only when something says which one is the trainer: the
+    # workspace it runs in, or patterns the profile gave; the default ``train`` alone
+    # would pick any process on the machine whose command line holds the word.
+    default = SweepSpec.model_fields["process_match"].default
+    patterns = spec.process_match if spec.workspace or spec.process_match != default else ()
+    return discovery_argv(
+        spec.interpreter, workspace=spec.workspace, launch=spec.launch, patterns=patterns
+    )
 
 
 # -- the bundle's text ------------------------------------------------------------------
@@ -477,7 +507,13 @@ def parse_output(result: CommandResult, plan: Plan) -> SweepResult:
     doc = _document(result.stdout)
     fatal: str | None = None
     if doc is None:
-        if result.rc == 127:
+        if result.rc == 127 and plan.discovery is not None:
+            fatal = (
+                "no Python found on the target: no trainer process, workspace environment, "
+                f"launch file or PATH entry offered one, and {plan.interpreter!r} is not "
+                "there (exit 127)"
+            )
+        elif result.rc == 127:
             fatal = f"interpreter {plan.interpreter!r} not found on the target (exit 127)"
         else:
             why = _tail(result.stderr, 600).strip() or _tail(result.stdout, 600).strip()

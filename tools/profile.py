@@ -98,7 +98,9 @@ class TargetProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     uri: str = Field(description="how to reach the trainer: local, ssh://user@host[:port]/hop…")
-    interpreter: str = "python3"
+    interpreter: str | None = Field(
+        None, description="the trainer's Python; unset, it is found on the target"
+    )
     workspace: str | None = None
     checkpoints: str | None = None
     train_log: str | None = None
@@ -107,7 +109,9 @@ class TargetProfile(BaseModel):
     dataset: list[str] | None = None
     inductor_cache: str | None = None
     triton_cache: str | None = None
-    launch: str | None = Field(None, description="the trainer's launch command")
+    launch: str | None = Field(
+        None, description="the trainer's launch file on the target, or its launch command"
+    )
     process_match: list[str] | None = None
     log_fields: LogFields = Field(default_factory=LogFields)
     signatures: list[Signature] = Field(default_factory=list)
@@ -169,7 +173,10 @@ class TargetProfile(BaseModel):
         }
         base.update({k: v for k, v in given.items() if v is not None})
         base.update(
-            interpreter=self.interpreter,
+            interpreter=self.interpreter or "python3",
+            discover_interpreter=self.interpreter is None,
+            interpreter_reason="the profile's interpreter (no discovery)",
+            launch=self.launch,
             process_match=tuple(self.process_patterns()),
             log_fields=self.log_fields.as_params(),
             throughput_unit=self.log_fields.throughput_unit,
@@ -307,8 +314,10 @@ TEMPLATE = """\
 uri = "local"
 
 # The Python the trainer runs with (a venv's, say): probes run on it, so versions
-# and packages are the trainer's.
-interpreter = "python3"
+# and packages are the trainer's. Unset, it is found on the target: the running
+# trainer's, else WORKSPACE/.venv (venv, env, a conda env), else the launch file's,
+# else a python3 on PATH that can import torch, else python3.
+# interpreter = "/workspace/.venv/bin/python"
 
 workspace = "/workspace"
 # checkpoints = "/workspace/checkpoints"
@@ -322,8 +331,11 @@ workspace = "/workspace"
 # inductor_cache = "/workspace/compile_cache"
 # triton_cache = "/root/.triton/cache"
 
-# The trainer's launch command (playbooks restart it with this); the script it runs
-# also identifies its process unless process_match says otherwise.
+# The trainer's launch file (a shell script whose `exec` line starts it) or launch
+# command; playbooks restart it with this (else with the running trainer's command
+# line, working directory and environment). The script it runs also identifies its
+# process unless process_match says otherwise.
+# launch = "/workspace/launch.sh"
 # launch = "cd /workspace && python train_dflash.py --resume"
 # process_match = ["train_dflash.py"]
 

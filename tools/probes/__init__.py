@@ -37,6 +37,7 @@ PROBES: tuple[str, ...] = (
     "torch_source",
     "torch_runtime",
     "integrity",
+    "interpreter",
 )
 
 __all__ = ["PROBES", "module"]

@@ -1,0 +1,172 @@
+"""Find the trainer's Python on the target in the same round trip as the sweep.
+
+The probes must run on the interpreter the trainer runs on (its torch, its packages), and
+the doctor does not know which one that is until it looks. So the sweep's command is a
+small POSIX ``sh -c`` preamble that chooses, then ``exec``s the chosen Python with the
+bundle still on stdin. It tries, in order:
+
+1. the running trainer: a process whose command line holds one of the trainer's patterns
+   (and, when a workspace is known, that runs in it or names it) and whose executable is
+   a Python — its ``argv[0]`` (which keeps a virtualenv's site-packages), resolved on the
+   process's own ``PATH``, else ``/proc/PID/exe``;
+2. the workspace's environments: ``WS/.venv``, ``WS/venv``, ``WS/env``, a conda env
+   (a directory of ``WS`` holding ``conda-meta/``);
+3. the Python the launch file (or launch command) runs: a shebang, an ``exec …python…``;
+4. a ``python3`` (or ``python``) on ``PATH`` that can import torch (``find_spec``: it is
+   not imported);
+5. the fallback (``python3``).
+
+Its choice and every candidate travel to the ``interpreter`` probe in one environment
+variable (``tools.probes.interpreter.CHOICE_ENV``). The argv stays a list until the SSH
+boundary joins it (``shlex.join``), like every command, and a remote ``timeout`` or a
+container hop wraps it like any other.
+
+Public API::
+
+    argv = discovery_argv("python3", workspace="/ws", launch=None, patterns=["train.py"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tools.probes.interpreter import CHOICE_ENV
+
+__all__ = ["MARKER", "PREAMBLE", "discovery_argv"]
+
+# $0 of the preamble. Every process that carries the preamble (its own sh, the login
+# shell SSH starts, `timeout`, a `docker exec`) has it in its command line, and none of
+# them is the trainer, though their command lines hold the trainer's patterns.
+MARKER = "dflash-doctor-find-python"
+
+PREAMBLE = r"""
+fallback=$1; ws=${2%/}; launch=$3; shift 3
+marker=$0
+tab=$(printf '\t')
+nl='
+'
+cands=
+chosen=
+why=
+note() { cands="$cands$1$tab$2$tab$3$nl"; }
+torch_ok() {
+  "$1" -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("torch") else 1)' \
+    </dev/null >/dev/null 2>&1
+}
+torch_word() { if torch_ok "$1"; then echo "imports torch"; else echo "cannot import torch"; fi; }
+on_path() {  # $1: a name, $2: a PATH
+  ifs=$IFS; IFS=:
+  for dir in $2; do
+    if [ -n "$dir" ] && [ -x "$dir/$1" ]; then IFS=$ifs; echo "$dir/$1"; return 0; fi
+  done
+  IFS=$ifs; return 1
+}
+
+if [ $# -gt 0 ]; then
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [ "$pid" = "$$" ] && continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
+    [ -n "$cmd" ] || continue
+    case $cmd in *"$marker"*) continue ;; esac
+    hit=
+    for p in "$@"; do case $cmd in *"$p"*) hit=1; break ;; esac; done
+    [ -n "$hit" ] || continue
+    cwd=$(readlink "$d/cwd" 2>/dev/null)
+    if [ -n "$ws" ]; then
+      case "$cwd/" in "$ws"/*) ;; *) case $cmd in *"$ws"*) ;; *) continue ;; esac ;; esac
+    fi
+    exe=$(readlink "$d/exe" 2>/dev/null)
+    # A launch shell or a wrapper matches too; its Python child is listed as well.
+    case ${exe##*/} in python*) ;; *) continue ;; esac
+    arg0=$(tr '\0' '\n' 2>/dev/null <"$d/cmdline" | sed -n 1p)
+    py=
+    case $arg0 in
+      /*) py=$arg0 ;;
+      */*) py=$cwd/$arg0 ;;
+      *) py=$(on_path "$arg0" "$(tr '\0' '\n' 2>/dev/null <"$d/environ" | sed -n 's/^PATH=//p')") ;;
+    esac
+    [ -n "$py" ] && [ -x "$py" ] || py=$exe
+    short=$(printf '%s' "$cmd" | cut -c1-160)
+    note "$py" "process $pid: ${short% }" "running trainer"
+    chosen=$py
+    why="the running trainer (process $pid) runs it"
+    break
+  done
+fi
+
+if [ -z "$chosen" ] && [ -n "$ws" ]; then
+  for env in "$ws/.venv" "$ws/venv" "$ws/env" "$ws"/*/; do
+    env=${env%/}
+    case $env in
+      "$ws/.venv" | "$ws/venv" | "$ws/env") kind=virtualenv ;;
+      *) [ -d "$env/conda-meta" ] || continue; kind="conda env" ;;
+    esac
+    [ -x "$env/bin/python" ] || continue
+    note "$env/bin/python" "the workspace's $kind $env" "$(torch_word "$env/bin/python")"
+    chosen=$env/bin/python
+    why="the workspace's $kind $env"
+    break
+  done
+fi
+
+if [ -z "$chosen" ] && [ -n "$launch" ]; then
+  if [ -f "$launch" ]; then
+    text=$(cat "$launch" 2>/dev/null); source="the launch file $launch"; base=${launch%/*}
+  else
+    text=$launch; source="the launch command"; base=${ws:-.}
+  fi
+  for word in $(printf '%s\n' "$text" | tr -c 'A-Za-z0-9_./+-' '\n'); do
+    case $word in
+      */python | */python[0-9] | */python[0-9].[0-9]*) ;;
+      python | python[0-9] | python[0-9].[0-9]*) word=$(on_path "$word" "$PATH") || continue ;;
+      *) continue ;;
+    esac
+    case $word in /*) ;; *) word=$base/$word ;; esac
+    [ -x "$word" ] || continue
+    note "$word" "$source" "$(torch_word "$word")"
+    chosen=$word
+    why="$source runs it"
+    break
+  done
+fi
+
+if [ -z "$chosen" ]; then
+  ifs=$IFS; IFS=:
+  for dir in $PATH; do
+    IFS=$ifs
+    for name in python3 python; do
+      py=$dir/$name
+      [ -n "$dir" ] && [ -x "$py" ] || continue
+      if torch_ok "$py"; then
+        note "$py" "PATH" "imports torch"
+        chosen=$py
+        why="the first python3 on PATH that can import torch"
+        break 2
+      fi
+      note "$py" "PATH" "cannot import torch"
+    done
+  done
+  IFS=$ifs
+fi
+
+if [ -z "$chosen" ]; then
+  chosen=$fallback
+  why="no candidate found: the default $fallback"
+fi
+export @CHOICE_ENV@="$chosen$tab$why$nl$cands"
+exec "$chosen" -
+""".replace("@CHOICE_ENV@", CHOICE_ENV)
+
+
+def discovery_argv(
+    fallback: str,
+    *,
+    workspace: str | None,
+    launch: str | None,
+    patterns: Sequence[str],
+) -> tuple[str, ...]:
+    """The command that chooses the trainer's Python and runs ``<it> -`` on stdin.
+
+    ``patterns`` identify the trainer's process; empty, no process is looked for."""
+    return ("sh", "-c", PREAMBLE, MARKER, fallback, workspace or "", launch or "", *patterns)
