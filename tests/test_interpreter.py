@@ -203,9 +203,9 @@ def test_discovery_through_ssh_and_a_container_hop(
     finally:
         target.close()
     assert result.argv[:2] == ("sh", "-c")
-    chosen = result["interpreter"].value
+    chosen: Any = result["interpreter"].value
     assert isinstance(chosen, dict), result["interpreter"].error_text
     assert chosen["path"] == str(ws / ".venv/bin/python")
     assert chosen["candidates"][0]["verdict"] == "imports torch"
-    env = result["pyenv"].value
+    env: Any = result["pyenv"].value
     assert isinstance(env, dict) and env["python"]["executable"] == str(ws / ".venv/bin/python")
