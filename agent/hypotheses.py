@@ -29,6 +29,7 @@ Kind = Literal[
     "ineffective_monkeypatch",
     "dataset_shape_churn",
     "checkpoint_integrity",
+    "crash_stated",
 ]
 
 Status = Literal["verified", "refuted", "unverifiable", "untested"]
@@ -42,6 +43,7 @@ TITLES: dict[str, str] = {
     "ineffective_monkeypatch": "ineffective monkeypatch of is_fx_symbolic_tracing",
     "dataset_shape_churn": "dataset shape churn (new sequence lengths, recompiles)",
     "checkpoint_integrity": "checkpoint or log integrity problem",
+    "crash_stated": "crash with a stated cause",
 }
 
 

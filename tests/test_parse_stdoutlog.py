@@ -50,7 +50,7 @@ def scan_text(tmp_path: Path, text: str | bytes, **kw: Any) -> dict[str, Any]:
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
         (
             "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)",
-            "nccl_timeout",
+            "collective_timeout",
         ),
         ("torch.distributed.DistBackendError: NCCL error in: x", "nccl_error"),
         ("RuntimeError: CUDA error: an illegal memory access was encountered", "cuda_error"),

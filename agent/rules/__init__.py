@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.rules.base import Evidence, Rule
 from agent.rules.checkpoint_integrity import CheckpointIntegrity
 from agent.rules.compile_cache import CompileCacheCold
+from agent.rules.crash import CrashStated
 from agent.rules.eager_fallback import SilentEagerFallback
 from agent.rules.environment_drift import EnvironmentDrift
 from agent.rules.fx_trace_race import FxTraceRace
@@ -25,4 +26,5 @@ def default_rules() -> list[Rule]:
         IneffectiveMonkeypatch(),
         DatasetShapeChurn(),
         CheckpointIntegrity(),
+        CrashStated(),
     ]

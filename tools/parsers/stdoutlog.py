@@ -86,7 +86,7 @@ SIGNATURES: Sequence[Signature] = (
     Signature(
         "inductor_error",
         r"InductorError|BackendCompilerFailed|backend='inductor' raised",
-        "the inductor backend failed while compiling",
+        "torch.compile's backend (inductor) failed while compiling",
         ("InductorError", "BackendCompilerFailed", "backend='inductor' raised"),
     ),
     Signature(
@@ -102,11 +102,20 @@ SIGNATURES: Sequence[Signature] = (
         ("out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"),
     ),
     Signature(
-        "nccl_timeout",
+        "collective_timeout",
+        # NCCL's watchdog (ProcessGroupNCCL.cpp: "Watchdog caught collective operation
+        # timeout: WorkNCCL(...) ran for N milliseconds before timing out.") and gloo's
+        # transport ("Timed out waiting 1000ms for recv operation to complete").
         r"Watchdog caught collective operation timeout|ProcessGroupNCCL[^\n]*[Tt]ime ?out"
-        r"|NCCL communicator was aborted|[Cc]ollective operation timeout",
+        r"|NCCL communicator was aborted|[Cc]ollective operation timeout"
+        r"|gloo[^\n]*Timed out waiting \d+ ?ms for (?:send|recv) operation",
         "a collective operation timed out (a rank stalled or died)",
-        ("ollective operation timeout", "ProcessGroupNCCL", "NCCL communicator was aborted"),
+        (
+            "ollective operation timeout",
+            "ProcessGroupNCCL",
+            "NCCL communicator was aborted",
+            "Timed out waiting ",
+        ),
     ),
     Signature(
         "nccl_error",
@@ -128,6 +137,13 @@ SIGNATURES: Sequence[Signature] = (
         ("Killed", "Segmentation fault", "core dumped", "atal Python error"),
     ),
     Signature(
+        "cpp_terminate",
+        r"terminate called after throwing an instance of '[^'\n]*'",
+        "a C++ exception ended the process (libstdc++'s terminate handler; the what() line "
+        "after it is the exception's text)",
+        ("terminate called after throwing",),
+    ),
+    Signature(
         "thread_exception",
         r"Exception in (?:thread|process) [^\n]*",
         "an exception escaped a thread or worker process (the name follows)",
@@ -145,8 +161,29 @@ SAMPLE = 300
 TB_LINES = 5000  # a traceback longer than this is reported without its exception line
 _THREAD = re.compile(rb"Exception in (?:thread|process) (.*?):?\s*$")
 _TB_HEAD = b"Traceback (most recent call last):"
-# What trainers and launchers put before each line: a timestamp, [tags], "[rank0]:".
-_PREFIX = re.compile(rb"^(?:[0-9][0-9TZ:.,/ +-]*)?(?:\[[^\]\n]*\]:? ?)*")
+# What trainers and launchers put before each line: a timestamp, [tags], torchrun's
+# "[rank0]:" and "[default0]:", glog's "E1130 12:00:01.123456 1234 file.cpp:632] ", and
+# Python logging's level and logger name ("2026-11-30 12:00:01,123 - ERROR - ",
+# "ERROR:root:", "ERROR 09-18 04:30:01 [core.py:1355] ").
+_TIME = rb"(?:[0-9][0-9TZ:.,/ +-]*)?"
+_TAGS = rb"(?:\[[^\]\n]*\]:? ?)*"
+_GLOG = rb"(?:[DIWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^\]\n ]+\] )?"
+_LEVEL = rb"(?:(?:[\w.]+ - )?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?: - |:[\w.]*:| +))"
+_PREFIX = re.compile(b"^" + _TIME + _TAGS + _GLOG + b"(?:" + _LEVEL + _TIME + _TAGS + b")?")
+# What an exception line says killed its thread or process, most specific first (an
+# InductorError that wraps an OOM is an OOM). An exception line that none of them matches
+# is a cause of its own, named by its exception's class.
+CAUSES = (
+    "cuda_oom",
+    "collective_timeout",
+    "nccl_error",
+    "cuda_error",
+    "fx_nested_trace",
+    "inductor_error",
+)
+MAX_THREADS = 32  # thread names kept per cause
+_TERMINATE = re.compile(rb"terminate called after throwing an instance of '([^'\n]*)'")
+_WHAT = b"what():"
 # Lines that continue a traceback once the prefix is gone: indented frames, blanks, and
 # the banners between chained exceptions.
 _TB_CONT = (
@@ -225,6 +262,28 @@ class _Hit:
         }
 
 
+class _Cause(_Hit):
+    """The exception lines that state one cause: where, in which threads, and how many
+    lines of the log came after the last one (how close it is to where the log ends)."""
+
+    __slots__ = ("exception", "last_index", "last_range", "outside_threads", "threads")
+
+    def __init__(self, exception: str) -> None:
+        super().__init__()
+        self.exception = exception
+        self.threads: list[str] = []
+        self.outside_threads = 0
+        self.last_index = 0
+        self.last_range = 0
+
+    def seen_in(self, thread: str | None, index: int, in_range: int) -> None:
+        if thread is None:
+            self.outside_threads += 1
+        elif thread not in self.threads and len(self.threads) < MAX_THREADS:
+            self.threads.append(thread)
+        self.last_index, self.last_range = index, in_range
+
+
 class _Scanner:
     def __init__(self, signatures: Sequence[Signature]) -> None:
         self.signatures = list(signatures)
@@ -233,6 +292,13 @@ class _Scanner:
             for sig in self.signatures
         ]
         self.hits = [_Hit() for _ in self.signatures]
+        self.cause_regexes = [
+            (sig.id, regex) for sig, regex, _ in self.compiled if sig.id in CAUSES
+        ]
+        self.cause_regexes.sort(key=lambda pair: CAUSES.index(pair[0]))
+        self.causes: dict[str, _Cause] = {}
+        self.seen = 0  # lines in the blocks already scanned (all ranges)
+        self.range_index = 0  # which of the planned byte ranges is being read
         self.exceptions: dict[str, _Hit] = {}
         self.threads: dict[str, _Hit] = {}
         self.pending_thread: str | None = None  # "Exception in thread X:" just seen
@@ -240,16 +306,52 @@ class _Scanner:
         self.pending_tb: dict[str, Any] | None = None  # traceback still open at block end
         self.tail: deque[str] = deque(maxlen=10)
 
-    def _exception(self, line: int | None, offset: int, text: bytes, thread: str | None) -> None:
-        m = _PREFIX.match(text)
-        if m:
-            text = text[m.end() :]
-        head = text.split(b":", 1)[0].strip()
-        name = head.decode("utf-8", "replace")[:120] if head else "?"
+    def _exception(
+        self,
+        line: int | None,
+        offset: int,
+        text: bytes,
+        thread: str | None,
+        index: int,
+        name: str | None = None,
+    ) -> None:
+        """One exception line (a traceback's last, or a C++ exception's what()); ``index``
+        is its place among all lines read, ``name`` its class when the text lacks it."""
+        if name is None:  # a traceback's line: its prefix goes, the class leads
+            m = _PREFIX.match(text)
+            if m:
+                text = text[m.end() :]
+            head = text.split(b":", 1)[0].strip()
+            name = head.decode("utf-8", "replace")[:120] if head else "?"
         self.exceptions.setdefault(name, _Hit()).add(line, offset, text)
         if thread is not None:
             key = f"{thread} -> {name}"
             self.threads.setdefault(key, _Hit()).add(line, offset, text)
+        cause = next((sid for sid, regex in self.cause_regexes if regex.search(text)), name)
+        found = self.causes.setdefault(cause, _Cause(name))
+        found.add(line, offset, text)
+        found.seen_in(thread, index, self.range_index)
+
+    def _terminate(
+        self, data: bytes, start: int, end: int, line: int | None, offset: int, index: int
+    ) -> None:
+        """libstdc++'s "terminate called after throwing an instance of 'T'", then the
+        exception's text on its "  what():  " line: the process aborted with it."""
+        t = _TERMINATE.search(data, start, end)
+        name = t.group(1).decode("utf-8", "replace")[:120] if t else "?"
+        nxt_end = data.find(b"\n", end + 1)
+        if end < len(data) and nxt_end != end + 1:
+            nxt = data[end + 1 : nxt_end if nxt_end >= 0 else len(data)]
+            m = _PREFIX.match(nxt)
+            body = nxt[m.end() :].lstrip() if m else nxt.lstrip()
+            if body.startswith(_WHAT):
+                what_line = None if line is None else line + 1
+                self._exception(
+                    what_line, offset + end + 1, body[len(_WHAT) :].strip(), None, index + 1, name
+                )
+                return
+        text = data[t.start() : end] if t else data[start:end]
+        self._exception(line, offset + start, text, None, index, name)
 
     def candidates(self, data: bytes) -> list[tuple[int, int, int]]:
         """(line start, line end, signature index) of every matching line, in order."""
@@ -282,37 +384,44 @@ class _Scanner:
             self.pending_tb = None
             start, end, n = _tb_end(data, 0, tb["prefix"], TB_LINES - tb["lines"])
             if start >= 0:
-                line = None if first_line is None else first_line + data.count(b"\n", 0, start)
-                self._exception(line, offset + start, data[start:end], tb["thread"])
+                local = data.count(b"\n", 0, start)
+                line = None if first_line is None else first_line + local
+                index = self.seen + local + 1
+                self._exception(line, offset + start, data[start:end], tb["thread"], index)
             elif tb["lines"] + n < TB_LINES:
                 tb["lines"] += n
                 self.pending_tb = tb
-        cursor, line = 0, first_line
+        cursor, local = 0, 0  # lines of this block before the candidate
         for start, end, index in self.candidates(data):
-            if line is not None:
-                line += data.count(b"\n", cursor, start)
+            local += data.count(b"\n", cursor, start)
             cursor = start
+            line = None if first_line is None else first_line + local
+            at = self.seen + local + 1  # the candidate's place among all lines read
             text = data[start:end]
             self.hits[index].add(line, offset + start, text)
             sig = self.signatures[index].id
             if sig == "thread_exception":
                 t = _THREAD.search(text)
                 self.pending_thread = _clip(t.group(1)) if t else "?"
-                self.pending_thread_line = line
+                self.pending_thread_line = at
+            elif sig == "cpp_terminate":
+                self._terminate(data, start, end, line, offset, at)
             elif sig == "traceback":
                 thread = None
-                if self.pending_thread is not None and (
-                    line is None or self.pending_thread_line == line - 1
-                ):
+                if self.pending_thread is not None and self.pending_thread_line == at - 1:
                     thread = self.pending_thread
                 self.pending_thread = None
                 prefix = text[: text.find(_TB_HEAD)] if _TB_HEAD in text else b""
                 tb_start, tb_end, n = _tb_end(data, end + 1, prefix, TB_LINES)
                 if tb_start >= 0:
-                    tb_line = None if line is None else line + data.count(b"\n", start, tb_start)
-                    self._exception(tb_line, offset + tb_start, data[tb_start:tb_end], thread)
+                    below = data.count(b"\n", start, tb_start)
+                    tb_line = None if line is None else line + below
+                    self._exception(
+                        tb_line, offset + tb_start, data[tb_start:tb_end], thread, at + below
+                    )
                 elif n < TB_LINES:
                     self.pending_tb = {"thread": thread, "prefix": prefix, "lines": n}
+        self.seen += data.count(b"\n") + 1
 
     def end(self, data_tail: Sequence[bytes]) -> None:
         for raw in data_tail:
@@ -327,7 +436,24 @@ class _Scanner:
             "exceptions": {k: v.summary() for k, v in sorted(self.exceptions.items())},
             "thread_exceptions": {k: v.summary() for k, v in sorted(self.threads.items())},
             "open_traceback_at_end": self.pending_tb is not None,
+            "exception_causes": {k: self._cause(k, v) for k, v in sorted(self.causes.items())},
+            "exception_lines": sum(v.count for v in self.causes.values()),
         }
+
+    def _cause(self, key: str, cause: _Cause) -> dict[str, Any]:
+        sig = next((s for s in self.signatures if s.id == key), None)
+        # Lines after it are known when it was read in the last range (which runs to the
+        # end of the file); in a head whose middle was skipped, they are not.
+        last = self.range_index
+        return dict(
+            cause.summary(),
+            exception=cause.exception,
+            signature=sig.id if sig is not None else None,
+            means=sig.means if sig is not None else None,
+            threads=sorted(cause.threads),
+            outside_threads=cause.outside_threads,
+            lines_after=self.seen - cause.last_index if cause.last_range == last else None,
+        )
 
 
 def compile_signatures(extra: Sequence[Mapping[str, Any]] = ()) -> list[Signature]:
@@ -366,6 +492,7 @@ def scan(
     cut = False
     last_lines: deque[bytes] = deque(maxlen=tail_lines)
     for i, (start, end) in enumerate(ranges):
+        scanner.range_index = i
         if i:
             scanner.pending_tb = None
             scanner.pending_thread = None

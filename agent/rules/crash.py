@@ -1,0 +1,122 @@
+"""Crash with a stated cause: the trainer's console log says what ended a worker or the
+run (CUDA out of memory, a collective timeout, an NCCL or CUDA error, torch.compile's
+backend failing, or any other exception that escaped a worker thread or ended the log).
+One hypothesis per cause the log states.
+
+The evidence is the stdout-log fact's ``exception_causes``: the exception lines that
+state the cause (a Python traceback's last line, or the ``what()`` of a C++ exception
+that aborted the process), the last of them (matched against the signature that names
+the cause), where they are (first and last line numbers), and that it ended something:
+it escaped a thread (Python prints "Exception in thread NAME:" only for an exception
+that ended the thread's run), or at most a launcher's epilogue follows it in the log.
+
+The FX-trace error is the FX-race family's evidence (the symptom of a race, not a cause
+of its own), so this family leaves it to that rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.claims import AtLeast, AtMost, Claim, Exists, Matches
+from agent.facts import Fact
+from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.rules.base import Evidence, has, ref
+from tools.parsers.stdoutlog import SIGNATURES
+
+CAUSES = ("exception_causes",)
+# What the FX-race family cites; a crash by it is that family's answer.
+RACE_EVIDENCE = frozenset({"fx_nested_trace"})
+# Lines a launcher or the C++ runtime prints after the exception that ended a run:
+# torchrun's failure summary, a C++ exception's stack frames, a shell's "Aborted".
+EPILOGUE_LINES = 100
+_PATTERN = {sig.id: sig.pattern for sig in SIGNATURES}
+_WHAT_NEXT: dict[str, Prediction] = {
+    "cuda_oom": Prediction(
+        expect="the memory asked for grew (batch, sequence length, model) or another "
+        "process held the GPU's memory",
+        probe="gpus",
+    ),
+    "collective_timeout": Prediction(
+        expect="another rank stalled or died before this one's collective timed out "
+        "(its own log shows the first exception)",
+        probe="stdoutlog of every rank",
+    ),
+}
+
+
+class CrashStated:
+    kind: Kind = "crash_stated"
+    needs = frozenset({"stdoutlog"})
+
+    def propose(self, evidence: Evidence) -> list[Hypothesis]:
+        log = evidence.latest("stdoutlog")
+        if log is None:
+            return []
+        causes = evidence.value("stdoutlog", *CAUSES)
+        if log.ok and not isinstance(causes, dict):
+            return []  # a probe from before causes were grouped: it did not look
+        if not isinstance(causes, dict) or not causes:
+            # Nothing ended a traceback or aborted (or the log could not be read: then
+            # this is unverifiable, never refuted).
+            label = "exception lines ending a traceback or an abort"
+            return [
+                Hypothesis(
+                    kind="crash_stated",
+                    claims=(
+                        Claim(
+                            predicate=AtLeast(a=ref(log, "exception_lines", label=label), value=1)
+                        ),
+                    ),
+                    probes=("stdoutlog",),
+                )
+            ]
+        return [
+            self._one(log, key, record)
+            for key, record in causes.items()
+            if key not in RACE_EVIDENCE and isinstance(record, dict)
+        ]
+
+    def _one(self, log: Fact, key: str, record: dict[str, Any]) -> Hypothesis:
+        at = (*CAUSES, key)
+        signature = record.get("signature")
+        named = isinstance(signature, str) and signature in _PATTERN
+        what = record.get("means") if named else f"{record.get('exception')} raised"
+        claims = [
+            Claim(
+                predicate=AtLeast(
+                    a=ref(log, *at, "count", label=f"exception lines stating: {what}"), value=1
+                )
+            )
+        ]
+        last = ref(log, *at, "last", label="its last exception line")
+        if named:
+            assert isinstance(signature, str)
+            claims.append(Claim(predicate=Matches(a=last, pattern=_PATTERN[signature])))
+        else:
+            claims.append(Claim(predicate=Exists(a=last)))
+        for end in ("first", "last"):
+            if isinstance(record.get(f"{end}_line"), int):
+                label = f"line of its {end} exception line"
+                claims.append(Claim(predicate=Exists(a=ref(log, *at, f"{end}_line", label=label))))
+        if record.get("threads") and has(log, *at, "threads"):
+            label = "threads it ended (it escaped their run)"
+            claims.append(Claim(predicate=Exists(a=ref(log, *at, "threads", label=label))))
+        else:
+            label = "log lines after its last exception line"
+            claims.append(
+                Claim(
+                    predicate=AtMost(
+                        a=ref(log, *at, "lines_after", label=label), value=EPILOGUE_LINES
+                    )
+                )
+            )
+        prediction = _WHAT_NEXT.get(key)
+        return Hypothesis(
+            kind="crash_stated",
+            claims=tuple(claims),
+            predictions=(prediction,) if prediction is not None else (),
+            probes=("stdoutlog",),
+            # A cause torch names outranks an exception only its class names.
+            weight=3 if named else 2,
+        )
