@@ -1,0 +1,182 @@
+"""``--config`` with every ``--target`` form (a profile name, ``local``, ``local/HOP``,
+``ssh://…``), for every command that takes both: the profile applies and the output says
+which, or the command stops with one line saying why it cannot apply."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.targets import resolve_target
+from tests.sshd import SSHServer
+from tests.test_cli import cli
+from tools.errors import ConfigError
+
+
+def _profile(path: Path, ws: Path, *extra: str) -> Path:
+    """One local profile (its own workspace, interpreter, probe settings) and whatever
+    ``extra`` tables the test adds."""
+    path.write_text(
+        "\n".join(
+            [
+                "[targets.here]",
+                'uri = "local"',
+                f'interpreter = "{sys.executable}"',
+                f'workspace = "{ws}"',
+                "torch_import = false",
+                "",
+                *extra,
+            ]
+        )
+        + "\n"
+    )
+    return path
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    ws = tmp_path / "trainer-ws"
+    ws.mkdir()
+    return _profile(tmp_path / "doctor.toml", ws)
+
+
+def _facts(*args: str) -> tuple[dict[str, object], str]:
+    done = cli("-q", "facts", "--only", "host,interpreter", "--json", *args)
+    assert done.returncode == 0, done.stderr.decode()
+    return json.loads(done.stdout), done.stderr.decode()
+
+
+def _interpreter_reason(document: dict[str, object]) -> str:
+    facts = document["facts"]
+    assert isinstance(facts, list)
+    fact = next(f for f in facts if f["probe"] == "interpreter")
+    return str(fact["value"]["chosen_because"])
+
+
+@pytest.mark.parametrize("form", ["here", "local"])
+def test_facts_applies_the_profile_for_a_name_or_its_uri(config: Path, form: str) -> None:
+    """`--target local --config X` no longer ignores X: its workspace and interpreter are
+    used, and the output says which profile applied."""
+    document, err = _facts("--target", form, "--config", str(config))
+    assert f"profile 'here' of {config}" in str(document["settings"])
+    assert f"settings: profile 'here' of {config}" in err
+    assert _interpreter_reason(document) == "the profile's interpreter (no discovery)"
+    facts = document["facts"]
+    assert isinstance(facts, list)
+    host = next(f for f in facts if f["probe"] == "host")
+    assert [d["path"] for d in host["value"]["disks"]] == [str(config.parent / "trainer-ws")]
+
+
+def test_without_config_a_uri_says_no_profile_applies() -> None:
+    document, _ = _facts("--target", "local", "--interpreter", sys.executable)
+    assert document["settings"] == "no profile: local with the default settings and no workspace"
+    assert _interpreter_reason(document) == "given by --interpreter (no discovery)"
+
+
+def test_a_uri_no_profile_has_is_one_line_exit_2(config: Path) -> None:
+    done = cli("facts", "--target", "local/pct:200", "--config", str(config))
+    assert done.returncode == 2
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert f"{config}: no profile has uri local/pct:200 (profiles: here (local))" in lines[0]
+
+
+def test_several_profiles_with_the_uri_are_ambiguous_unless_one_is_the_default(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    twin = ["[targets.twin]", 'uri = "local"', f'workspace = "{tmp_path}"']
+    path = _profile(tmp_path / "doctor.toml", ws, *twin)
+    done = cli("facts", "--target", "local", "--config", str(path))
+    assert done.returncode == 2
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and "2 profiles have uri local (here, twin)" in lines[0]
+    path.write_text('default_target = "twin"\n' + path.read_text())
+    resolved = resolve_target("local", config=str(path))
+    assert resolved.name == "twin" and resolved.spec.workspace == str(tmp_path)
+
+
+def test_a_config_without_targets_is_not_silently_ignored(tmp_path: Path) -> None:
+    empty = tmp_path / "doctor.toml"
+    empty.write_text("# nothing yet\n")
+    with pytest.raises(ConfigError, match="the profile names no targets"):
+        resolve_target(None, config=str(empty))
+
+
+def test_the_interpreter_option_overrides_the_profile(config: Path) -> None:
+    document, _ = _facts("--target", "local", "--config", str(config), "--interpreter", "python3")
+    assert _interpreter_reason(document) == "given by --interpreter (no discovery)"
+
+
+def test_snapshot_applies_the_profile_for_its_uri(config: Path) -> None:
+    done = cli("-q", "snapshot", "--name", "good", "--target", "local", "--config", str(config))
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"settings: profile 'here' of {config}" in done.stderr.decode()
+    assert "baseline 'good'" in done.stdout.decode()
+
+
+def test_diagnose_applies_the_profile_for_its_uri(config: Path) -> None:
+    done = cli(
+        "-q",
+        "diagnose",
+        "--target",
+        "local",
+        "--config",
+        str(config),
+        "--non-interactive",
+        "--plan-only",
+        "--json",
+    )
+    assert f"settings: profile 'here' of {config}" in done.stderr.decode()
+    report = json.loads(done.stdout)
+    assert report["target"] == "local"
+
+
+def test_health_labels_the_target_by_the_profile_its_uri_matches(config: Path) -> None:
+    done = cli(
+        "-q", "health", "--format", "json", "--target", "local", "--config", str(config),
+        "--baseline", "never-taken",
+    )  # fmt: skip
+    document = json.loads(done.stdout)
+    assert [t["target"] for t in document["targets"]] == ["here"]
+
+
+def test_health_stops_on_a_uri_no_profile_has(config: Path) -> None:
+    done = cli(
+        "health", "--target", "ssh://nobody@example.invalid", "--config", str(config),
+        "--baseline", "good",
+    )  # fmt: skip
+    assert done.returncode == 2
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and "no profile has uri ssh://nobody@example.invalid" in lines[0]
+
+
+def test_an_ssh_uri_finds_its_profile(sshd_server: SSHServer, tmp_path: Path) -> None:
+    """Through the real sshd and a container hop: the profile whose uri is the one typed
+    gives the workspace; its interpreter is found there (the profile names none)."""
+    ws = tmp_path / "remote-ws"
+    ws.mkdir()
+    uri = f"{sshd_server.uri}/pct:200"
+    path = tmp_path / "doctor.toml"
+    path.write_text(f'[targets.gpu]\nuri = "{uri}"\nworkspace = "{ws}"\ntorch_import = false\n')
+    document, err = _facts(
+        "--target",
+        uri,
+        "--config",
+        str(path),
+        "--identity",
+        str(sshd_server.identity),
+        "--known-hosts",
+        str(sshd_server.known_hosts),
+        "--retries",
+        "0",
+    )
+    assert "settings: profile 'gpu' of" in err
+    facts = document["facts"]
+    assert isinstance(facts, list)
+    chosen = next(f for f in facts if f["probe"] == "interpreter")["value"]
+    assert chosen["discovered"] is True, chosen
