@@ -97,7 +97,7 @@ class CrashStated:
             claims.append(Claim(predicate=Exists(a=last)))
         for end in ("first", "last"):
             if isinstance(record.get(f"{end}_line"), int):
-                label = f"line of its {end} exception line"
+                label = f"line number of its {end} exception line"
                 claims.append(Claim(predicate=Exists(a=ref(log, *at, f"{end}_line", label=label))))
         if record.get("threads") and has(log, *at, "threads"):
             label = "threads it ended (it escaped their run)"
