@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent.facts import Fact, Ledger
+from agent.versions import difference
 
 PathPart = str | int
 
@@ -62,6 +63,15 @@ class Differs(_Pred):
     a: Ref
     b: Ref | None = None
     value: JsonValue = None
+
+
+class VersionDiffers(_Pred):
+    """``a`` and ``b`` are versions of one package that differ in release or in build
+    (``agent.versions``: a local label on one side only is no difference)."""
+
+    op: Literal["version_differs"] = "version_differs"
+    a: Ref
+    b: Ref
 
 
 class Contains(_Pred):
@@ -131,6 +141,7 @@ class Absent(_Pred):
 Predicate = Annotated[
     Equal
     | Differs
+    | VersionDiffers
     | Contains
     | Matches
     | AtLeast
@@ -144,8 +155,8 @@ Predicate = Annotated[
 ]
 
 PREDICATES = (
-    Equal, Differs, Contains, Matches, AtLeast, AtMost, RatioBelow, RatioAtLeast, Greater,
-    Exists, Absent,
+    Equal, Differs, VersionDiffers, Contains, Matches, AtLeast, AtMost, RatioBelow,
+    RatioAtLeast, Greater, Exists, Absent,
 )  # fmt: skip
 
 Outcome = Literal["holds", "fails", "unverifiable", "rejected"]
@@ -262,6 +273,22 @@ def _fmt(value: object) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[bool | None, str]:
+    left, right = values[pred.a], values[pred.b]
+    how = difference(left, right) if isinstance(left, str) and isinstance(right, str) else None
+    pair = f"{_v(pred.a, values)} and {_v(pred.b, values)}"
+    if how is None:
+        return None, f"{pair}: not both versions"
+    if how == "release":
+        return True, f"{pair} are different releases"
+    if how == "build":
+        return True, f"{pair} are one release in different builds (local labels differ)"
+    if left != right:
+        # Only one side carries a local label: see agent.versions for why that is the same.
+        return False, f"{pair} are the same release; only one names its build"
+    return False, f"{pair} are the same version"
+
+
 def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]:
     if isinstance(pred, Equal | Differs):
         left = values[pred.a]
@@ -272,6 +299,8 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         return (
             same if isinstance(pred, Equal) else not same
         ), f"{_v(pred.a, values)} {verb} {other}"
+    if isinstance(pred, VersionDiffers):
+        return _version_differs(pred, values)
     if isinstance(pred, Contains):
         hay = values[pred.a]
         if (isinstance(hay, str) and isinstance(pred.item, str)) or isinstance(hay, list | dict):

@@ -13,7 +13,9 @@ from agent.baseline import Comparable
 from agent.claims import MISSING, resolve
 from agent.facts import Fact, Ledger
 
-LATEST = ("steps", -1, "metadata")
+# What the newest finished checkpoint (or a saved environment file) records, as the
+# canonical quantities tools/probes/_canonical.py reads from any trainer's records.
+RECORDED = ("recorded",)
 
 STATIC: tuple[Comparable, ...] = (
     Comparable(
@@ -21,32 +23,43 @@ STATIC: tuple[Comparable, ...] = (
         "Python version",
         "pyenv",
         ("python", "version"),
-        derived=("checkpoints", (*LATEST, "python")),
+        derived=("checkpoints", (*RECORDED, "python")),
     ),
     Comparable(
         "torch.version",
         "torch version",
         "pyenv",
         ("torch", "version"),
-        derived=("checkpoints", (*LATEST, "torch", "version")),
+        derived=("checkpoints", (*RECORDED, "torch")),
     ),
     Comparable(
         "torch.git",
         "torch git hash",
         "pyenv",
         ("torch", "git_version"),
-        derived=("checkpoints", (*LATEST, "torch", "git_version")),
+        derived=("checkpoints", (*RECORDED, "torch_git")),
     ),
-    Comparable("torch.cuda", "torch CUDA version", "pyenv", ("torch", "cuda")),
+    Comparable(
+        "torch.cuda",
+        "torch CUDA version",
+        "pyenv",
+        ("torch", "cuda"),
+        derived=("checkpoints", (*RECORDED, "cuda")),
+    ),
     Comparable(
         "triton.version",
         "triton version",
         "pyenv",
-        ("key_packages", "triton"),
-        derived=("checkpoints", (*LATEST, "triton", "version")),
+        # The distribution's version, whichever name it has (nightlies: pytorch-triton).
+        ("triton", "dist_version"),
+        derived=("checkpoints", (*RECORDED, "triton")),
     ),
     Comparable(
-        "transformers.version", "transformers version", "pyenv", ("key_packages", "transformers")
+        "transformers.version",
+        "transformers version",
+        "pyenv",
+        ("key_packages", "transformers"),
+        derived=("checkpoints", (*RECORDED, "transformers")),
     ),
     Comparable(
         "torch.holds_compiling_flag",
@@ -114,6 +127,15 @@ ENVIRONMENT_KEYS = (
     "torch.holds_compiling_flag",
     "torch.changed_files",
 )
+# The environment keys whose values are package versions: compared as versions
+# (agent.versions), so a build label recorded on one side only is no drift.
+VERSION_KEYS = (
+    "python.version",
+    "torch.version",
+    "torch.cuda",
+    "triton.version",
+    "transformers.version",
+)
 
 
 def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
@@ -162,7 +184,7 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
                         f"prompts in {path}",
                         "dataset",
                         ("files", f"@path={path}", "lines"),
-                        derived=("checkpoints", (*LATEST, "dataset", "size")),
+                        derived=("checkpoints", (*RECORDED, "dataset_size")),
                     )
                 )
                 table.append(
@@ -182,7 +204,7 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
                 "drafter tokens/s (recent median)",
                 "trainlog",
                 ("groups", group, "throughput", "recent_median"),
-                derived=("checkpoints", (*LATEST, "tokens_per_s")),
+                derived=("checkpoints", (*RECORDED, "tokens_per_s")),
             )
         )
     return table

@@ -93,6 +93,12 @@ class SweepSpec(BaseModel):
     log_fields: dict[str, str | list[str]] = Field(default_factory=dict)
     throughput_unit: Literal["tok/s", "ktok/s", "mtok/s"] | None = None
     metadata_names: tuple[str, ...] = INCIDENT_METADATA
+    # Canonical quantity -> the dotted key a trainer's checkpoint records it under
+    # ({"torch": "env.pt_ver"}); tried before the built-in names (tools.probes._canonical).
+    metadata_keys: dict[str, str] = Field(default_factory=dict)
+    # Saved environment files (pip freeze, conda export, collect_env): what was installed
+    # when the run worked, read as a baseline where checkpoints record no versions.
+    env_files: tuple[str, ...] = ()
     deep_checkpoint_check: bool = False
     integrity_packages: tuple[str, ...] = ("torch", "triton")
     integrity_mode: Literal["py", "all"] = "py"
@@ -268,6 +274,8 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
             return {
                 "path": spec.checkpoints,
                 "metadata_names": list(spec.metadata_names),
+                "metadata_keys": dict(spec.metadata_keys),
+                "env_files": list(spec.env_files),
                 "deep": spec.deep_checkpoint_check,
             }, ""
         case "trainlog":

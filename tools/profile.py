@@ -39,6 +39,7 @@ from pydantic_settings import (
 
 from tools.bundle import PROBES, SweepSpec
 from tools.errors import ConfigError, TargetURIError, UsageError
+from tools.probes._canonical import QUANTITIES
 from tools.transport.uri import parse_target
 
 __all__ = [
@@ -116,6 +117,11 @@ class TargetProfile(BaseModel):
     log_fields: LogFields = Field(default_factory=LogFields)
     signatures: list[Signature] = Field(default_factory=list)
     metadata_names: list[str] | None = None
+    metadata_keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="canonical quantity -> the dotted key a checkpoint records it under",
+    )
+    env_files: list[str] | None = None
     integrity_packages: list[str] = Field(default_factory=lambda: ["torch", "triton"])
     integrity_mode: Literal["py", "all"] = "py"
     torch_import: bool = True
@@ -129,6 +135,16 @@ class TargetProfile(BaseModel):
             return str(parse_target(v.strip()))
         except TargetURIError as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("metadata_keys")
+    @classmethod
+    def _known_quantities(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(QUANTITIES))
+        if unknown:
+            raise ValueError(
+                f"unknown quantity {', '.join(unknown)}; known: {', '.join(QUANTITIES)}"
+            )
+        return v
 
     @field_validator("timeouts")
     @classmethod
@@ -170,6 +186,8 @@ class TargetProfile(BaseModel):
             "inductor_cache": self.inductor_cache,
             "triton_cache": self.triton_cache,
             "metadata_names": self.metadata_names,
+            "metadata_keys": self.metadata_keys or None,
+            "env_files": self.env_files,
         }
         base.update({k: v for k, v in given.items() if v is not None})
         base.update(
@@ -341,6 +359,13 @@ workspace = "/workspace"
 
 # Checkpoint metadata file names, first found wins.
 # metadata_names = ["metadata.json"]
+# Where a checkpoint records a quantity under a name not read by default (dotted keys
+# reach into nested records). Quantities: torch, torch_git, triton, cuda, python,
+# transformers, lightning, dtype, dataset_size, tokens_per_s, config.
+# metadata_keys = { torch = "env.pt_ver", dataset_size = "data.n_prompts" }
+# Saved environment files (pip freeze, conda env export, torch's collect_env output):
+# the versions the run was started with, a baseline when checkpoints record none.
+# env_files = ["/workspace/pip-freeze.txt"]
 
 # Package integrity (files against dist-info/RECORD): "py" hashes .py files, "all"
 # hashes everything (several GB for a CUDA torch).

@@ -14,6 +14,7 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import struct
 import zipfile
 from typing import Any
 
+from . import _canonical
 from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror
 
 NAME = "checkpoints"
@@ -53,6 +55,12 @@ class StepDir(TypedDict, total=False):
     metadata_file: str | None
     metadata: Any
     metadata_error: str
+    # What the checkpoint records, as canonical quantities (see _canonical): the values,
+    # "file:key" each came from, the quantities no file recorded, what could not be read.
+    canonical: dict[str, Any]
+    canonical_from: dict[str, str]
+    not_recorded: list[str]
+    canonical_notes: list[str]
     problems: list[str]
     error: str
     error_kind: str
@@ -68,6 +76,66 @@ class CheckpointsValue(TypedDict):
     gaps: list[dict[str, int]]
     problems: int  # files or dirs with a problem
     other_entries: list[dict[str, Any]]
+    # Saved environment files of the workspace (the profile's, the checkpoint directory's).
+    environment: dict[str, Any]
+    # The baseline a diff derives: per quantity, the newest finished checkpoint recording
+    # it, else the workspace's environment files; ``recorded_from`` says which, per quantity.
+    recorded: dict[str, Any]
+    recorded_from: dict[str, str]
+
+
+# Besides the metadata record: files a checkpoint carries that record versions or config.
+RECORD_NAMES = ("config.json", "trainer_state.json", "hparams.yaml")
+
+
+def _records_in(names: list[str], listing: list[str]) -> list[str]:
+    """The files of ``listing`` the normaliser reads, metadata records first."""
+    first = [n for n in names if n in listing]
+    rest = [
+        n
+        for n in listing
+        if n not in first
+        and (n in RECORD_NAMES or _canonical.is_env_file(n) or n.lower().endswith(".ckpt"))
+    ]
+    return first + rest
+
+
+def canonical_of(files: list[tuple[str, str]], key_map: dict[str, str]) -> dict[str, Any]:
+    """Canonical quantities over ``files`` ((path, name to cite) pairs), first found wins.
+    A quantity the profile maps that no file holds is a note, not a silent skip."""
+    notes: list[str] = []
+    parts = [_canonical.read(path, name, key_map, notes) for path, name in files]
+    out = _canonical.merge(parts)
+    for quantity, key in sorted(key_map.items()):
+        if quantity not in out["canonical"]:
+            notes.append(f"the profile maps {quantity} to {key!r}; no record holds it")
+    out["canonical_notes"] = notes
+    return out
+
+
+def recorded(
+    steps: list[StepDir], environment: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The newest finished checkpoint that records anything, its gaps filled from the
+    saved environment files. Older checkpoints are not mixed in: a torch version from one
+    save beside a git hash from another would describe no run at all."""
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    finished = [
+        s
+        for s in steps
+        if s.get("canonical") and not s.get("incomplete") and not s.get("metadata_error")
+    ]
+    if finished:
+        newest = finished[-1]
+        for quantity, value in newest["canonical"].items():
+            values[quantity] = value
+            origin[quantity] = f"{newest['name']}/{newest['canonical_from'][quantity]}"
+    for quantity, value in environment["canonical"].items():
+        if quantity not in values:
+            values[quantity] = value
+            origin[quantity] = environment["canonical_from"][quantity]
+    return values, origin
 
 
 def check_file(path: str, name: str, deep: bool) -> FileCheck:
@@ -189,8 +257,15 @@ def read_metadata(d: str, names: list[str], entry: StepDir) -> None:
 
 
 def one_step(
-    d: str, name: str, step: int, incomplete: bool, names: list[str], deep: bool
+    d: str,
+    name: str,
+    step: int,
+    incomplete: bool,
+    names: list[str],
+    deep: bool,
+    key_map: dict[str, str] | None = None,
 ) -> StepDir:
+
     entry: StepDir = {"name": name, "step": step, "incomplete": incomplete, "problems": []}
     try:
         st = os.stat(d)
@@ -212,6 +287,13 @@ def one_step(
     if incomplete:
         entry["problems"].append(f"unfinished save ({name})")
     read_metadata(d, names, entry)
+    records = _records_in(names, listing)
+    canon = canonical_of([(os.path.join(d, n), n) for n in records], key_map or {})
+    entry["canonical"], entry["canonical_from"] = canon["canonical"], canon["canonical_from"]
+    entry["not_recorded"], entry["canonical_notes"] = (
+        canon["not_recorded"],
+        canon["canonical_notes"],
+    )
     if entry.get("metadata_error"):
         entry["problems"].append(f"{entry.get('metadata_file')}: {entry['metadata_error']}")
     return entry
@@ -222,6 +304,10 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
     if not path:
         raise ProbeFailure("bad_params", "checkpoints needs a path")
     names = list(params.get("metadata_names") or METADATA_NAMES)
+    key_map = dict(params.get("metadata_keys") or {})
+    unknown = sorted(set(key_map) - set(_canonical.QUANTITIES))
+    if unknown:
+        raise ProbeFailure("bad_params", "metadata_keys: unknown quantity " + ", ".join(unknown))
     deep = bool(params.get("deep", False))
     max_steps = int(params.get("max_steps", 100))
     try:
@@ -262,7 +348,21 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
                 other.append({"name": n, "error": exc.strerror or str(exc)})
     found.sort()
     # Keep the newest max_steps in full; the numbers of all of them are still listed.
-    steps = [one_step(p, n, s, inc, names, deep) for s, inc, n, p in found[-max_steps:]]
+    steps = [one_step(p, n, s, inc, names, deep, key_map) for s, inc, n, p in found[-max_steps:]]
+    # The profile's (or the layout's) saved environment files; a glob is expanded here.
+    env_files = [
+        (f, f)
+        for given in params.get("env_files") or ()
+        for f in (sorted(glob.glob(given)) if glob.has_magic(given) else [given])
+    ]
+    env_files += [
+        (os.path.join(path, n), n)
+        for n in listing
+        if _canonical.is_env_file(n) or n in ("hparams.yaml", "hparams.yml")
+    ]
+    environment = canonical_of(env_files, key_map)
+    environment["files"] = [name for _, name in env_files]
+    baseline, baseline_from = recorded(steps, environment)
     numbers = sorted({s for s, inc, _, _ in found if not inc})
     diffs = [b - a for a, b in zip(numbers, numbers[1:])]
     typical = max(set(diffs), key=lambda d: (diffs.count(d), -d)) if diffs else None
@@ -281,6 +381,9 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
         "gaps": gaps[:50],
         "problems": sum(1 for s in steps if s["problems"]),
         "other_entries": other[:100],
+        "environment": environment,
+        "recorded": baseline,
+        "recorded_from": baseline_from,
     }
 
 

@@ -1,0 +1,348 @@
+"""The metadata normaliser: what any trainer's checkpoint or saved environment file
+records becomes canonical quantities, each with the file and key it came from.
+
+Records are real where producing them is cheap: Hugging Face's config.json and
+trainer_state.json are written by transformers' own code (``save_pretrained``,
+``TrainerState.save_to_json``, the calls its Trainer makes when it saves a checkpoint),
+the Lightning checkpoint and hparams.yaml by a real (tiny) Lightning fit, the
+collect_env report by torch's own ``torch.utils.collect_env``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import need
+from tools.probes import _canonical, checkpoints
+from tools.probes._canonical import QUANTITIES, is_env_file, merge, read
+
+
+def canonical(
+    path: Path, key_map: dict[str, str] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    notes: list[str] = []
+    found = read(str(path), path.name, key_map or {}, notes)
+    return merge([found]), notes
+
+
+def write(tmp_path: Path, name: str, content: object) -> Path:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+# name, content, canonical values, where the torch version (or first quantity) came from
+RECORDS: list[tuple[str, object, dict[str, Any], dict[str, str]]] = [
+    (
+        "meta.json",
+        {"torch": "2.11.0+cu130"},
+        {"torch": "2.11.0+cu130"},
+        {"torch": "meta.json:torch"},
+    ),
+    (
+        "metadata.json",  # the reference trainer's record (examples/dflash_trainer/checkpoint.py)
+        {
+            "step": 690,
+            "torch": {"version": "2.13.0+cpu", "git_version": "0a1b2c3d4e5f6a7b8c9d"},
+            "triton": {"version": None},
+            "python": "3.11.7",
+            "dataset": {"path": "data/train.jsonl", "size": 4000},
+            "config": {"workers": "threads", "drafters": 3},
+            "tokens_per_s": 12771.5,
+        },
+        {
+            "torch": "2.13.0+cpu",
+            "torch_git": "0a1b2c3d4e5f6a7b8c9d",
+            "python": "3.11.7",
+            "dataset_size": 4000,
+            "config": {"workers": "threads", "drafters": 3},
+            "tokens_per_s": 12771.5,
+        },
+        {
+            "torch": "metadata.json:torch.version",
+            "torch_git": "metadata.json:torch.git_version",
+            "dataset_size": "metadata.json:dataset.size",
+        },
+    ),
+    (
+        "checkpoint_meta.json",
+        {"torch_version": "2.10.0", "cuda_version": "12.8", "python_version": "3.12.3"},
+        {"torch": "2.10.0", "cuda": "12.8", "python": "3.12.3"},
+        {"cuda": "checkpoint_meta.json:cuda_version"},
+    ),
+    (
+        "state.json",
+        {"versions": {"torch": "2.9.1", "triton": "3.4.0", "transformers": "4.57.1"}},
+        {"torch": "2.9.1", "triton": "3.4.0", "transformers": "4.57.1"},
+        {"triton": "state.json:versions.triton"},
+    ),
+    (
+        "run.json",
+        {"env": {"torch": "2.8.0"}, "torch.version": "2.8.0+cu128"},
+        {"torch": "2.8.0+cu128"},  # the flat dotted key is read as the nested path
+        {"torch": "run.json:torch.version"},
+    ),
+    (
+        "pip-freeze.txt",
+        "accelerate==1.10.0\ntorch==2.11.0+cu130\npytorch-triton==3.5.0+git1234\n"
+        "transformers @ file:///wheels/transformers-4.57.1-py3-none-any.whl\n",
+        {"torch": "2.11.0+cu130", "triton": "3.5.0+git1234"},
+        {"torch": "pip-freeze.txt:line 2", "triton": "pip-freeze.txt:line 3"},
+    ),
+    (
+        "requirements.txt",  # a wish (>=) is no record of what was installed; a pin is
+        "torch>=2.4\ntransformers==4.57.1\n",
+        {"transformers": "4.57.1"},
+        {"transformers": "requirements.txt:line 2"},
+    ),
+    (
+        "environment.yml",  # `conda env export`
+        "name: train\nchannels:\n  - pytorch\ndependencies:\n  - python=3.11.9=h955ad1f_0\n"
+        "  - pytorch=2.3.0=py3.11_cuda12.1_cudnn8.9.2_0\n  - pytorch-cuda=12.1=ha16c6d3_5\n"
+        "  - pip:\n    - transformers==4.41.2\n",
+        {"python": "3.11.9", "torch": "2.3.0", "cuda": "12.1", "transformers": "4.41.2"},
+        {"torch": "environment.yml:line 6", "cuda": "environment.yml:line 7"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "values", "where"), RECORDS, ids=[r[0] for r in RECORDS]
+)
+def test_records_normalise_to_canonical_quantities(
+    tmp_path: Path, name: str, content: object, values: dict[str, Any], where: dict[str, str]
+) -> None:
+    """Each record's quantities come out under the canonical names, nothing else does,
+    and each says the file and key (or line) it was read from."""
+    out, notes = canonical(write(tmp_path, name, content))
+    assert out["canonical"] == values, notes
+    for quantity, origin in where.items():
+        assert out["canonical_from"][quantity] == origin
+    assert set(out["canonical_from"]) == set(values)
+    assert out["not_recorded"] == [q for q in QUANTITIES if q not in values]
+
+
+def test_the_profile_maps_a_key_by_name(tmp_path: Path) -> None:
+    """``metadata_keys`` reads a quantity under a name nothing else uses, before the
+    built-in names; a mapped key holding no version is a note, not a value."""
+    path = write(tmp_path, "meta.json", {"env": {"pt_ver": "2.7.1"}, "torch": "2.0.0"})
+    out, _ = canonical(path, {"torch": "env.pt_ver"})
+    assert out["canonical"] == {"torch": "2.7.1"}
+    assert out["canonical_from"] == {"torch": "meta.json:env.pt_ver"}
+    bad, notes = canonical(
+        write(tmp_path, "m.json", {"env": {"pt_ver": "n/a"}}), {"torch": "env.pt_ver"}
+    )
+    assert bad["canonical"] == {}
+    assert notes == ["m.json:env.pt_ver = 'n/a' is not a torch value"]
+
+
+def test_a_version_key_holding_no_version_is_said(tmp_path: Path) -> None:
+    out, notes = canonical(write(tmp_path, "meta.json", {"torch_version": "unknown"}))
+    assert out["canonical"] == {}
+    assert notes == ["meta.json:torch_version = 'unknown' is not a torch value"]
+
+
+@pytest.mark.parametrize(
+    ("content", "note"),
+    [("{not json", "meta.json: does not parse"), ("[1, 2]", None)],
+)
+def test_unreadable_or_odd_records_are_notes_not_errors(
+    tmp_path: Path, content: str, note: str | None
+) -> None:
+    out, notes = canonical(write(tmp_path, "meta.json", content))
+    assert out["canonical"] == {}
+    if note:
+        assert len(notes) == 1 and notes[0].startswith(note)
+    else:
+        assert notes == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("pip-freeze.txt", True),
+        ("pip_freeze_2025.txt", True),
+        ("requirements-train.txt", True),
+        ("environment.yml", True),
+        ("conda-env.yaml", True),
+        ("run1-env.txt", True),
+        ("collect_env.txt", True),
+        ("train_stdout.log", False),
+        ("config.json", False),
+        ("notes.txt", False),
+    ],
+)
+def test_environment_file_names(name: str, expected: bool) -> None:
+    assert is_env_file(name) is expected
+
+
+@pytest.fixture(scope="module")
+def hf_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """config.json and trainer_state.json as transformers' Trainer writes them into
+    ``checkpoint-N/`` (Trainer._save_checkpoint: ``save_pretrained`` and
+    ``TrainerState.save_to_json``), by transformers' own code."""
+    need(_importable("transformers"), "transformers", "pip install -e .[foreign]")
+    d = tmp_path_factory.mktemp("hf") / "checkpoint-20"
+    script = f"""
+from transformers import GPT2Config
+from transformers.trainer_callback import TrainerState
+config = GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=128, n_positions=64)
+config.save_pretrained({str(d)!r})
+state = TrainerState(
+    global_step=20, max_steps=40, logging_steps=5, save_steps=20, train_batch_size=4
+)
+state.log_history = [{{"loss": 4.1, "step": 5}}, {{"train_tokens_per_second": 512.5, "step": 20}}]
+state.save_to_json({str(d / "trainer_state.json")!r})
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    return d
+
+
+def _importable(module: str) -> bool:
+    try:
+        metadata.version(module)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_hf_checkpoint_records_transformers_and_its_schedule(hf_checkpoint: Path) -> None:
+    """The checkpoint probe reads both HF records of one checkpoint: the transformers
+    version from config.json, the throughput and schedule from trainer_state.json."""
+    value = checkpoints.collect({"path": str(hf_checkpoint.parent)}, None)  # type: ignore[arg-type]
+    (step,) = value["steps"]
+    assert step["step"] == 20
+    assert step["canonical"]["transformers"] == metadata.version("transformers")
+    assert step["canonical_from"]["transformers"] == "config.json:transformers_version"
+    assert step["canonical"]["tokens_per_s"] == 512.5
+    assert step["canonical_from"]["tokens_per_s"] == (
+        "trainer_state.json:log_history.1.train_tokens_per_second"
+    )
+    assert step["canonical"]["config"]["save_steps"] == 20
+    assert "torch" in step["not_recorded"]  # HF records no torch version: not guessed
+    assert value["recorded"]["transformers"] == metadata.version("transformers")
+    assert (
+        value["recorded_from"]["transformers"] == "checkpoint-20/config.json:transformers_version"
+    )
+
+
+LIGHTNING_FIT = """
+import sys, torch, lightning as L
+from torch.utils.data import DataLoader, TensorDataset
+from lightning.pytorch.loggers import CSVLogger
+class Tiny(L.LightningModule):
+    def __init__(self, hidden=4, lr=0.1):
+        super().__init__()
+        self.save_hyperparameters()
+        self.layer = torch.nn.Linear(hidden, 1)
+    def training_step(self, batch, i):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+torch.manual_seed(0)
+data = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
+trainer = L.Trainer(max_steps=4, logger=CSVLogger(sys.argv[1]), accelerator="cpu",
+                    enable_progress_bar=False, enable_model_summary=False)
+trainer.fit(Tiny(), data)
+"""
+
+
+@pytest.mark.slow
+def test_lightning_checkpoint_version_read_without_unpickling(tmp_path: Path) -> None:
+    """A real Lightning run: its ``.ckpt`` yields ``pytorch-lightning_version`` from the
+    pickle's opcodes (nothing executed, no torch needed), with a note that the rest was
+    not read; its hparams.yaml's top-level lines are the config."""
+    need(_importable("lightning"), "lightning", "pip install -e .[foreign]")
+    subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", LIGHTNING_FIT, str(tmp_path)],
+        check=True,
+        timeout=180,
+        capture_output=True,
+    )
+    (ckpt,) = tmp_path.glob("lightning_logs/version_0/checkpoints/*.ckpt")
+    out, notes = canonical(ckpt)
+    assert out["canonical"] == {"lightning": metadata.version("lightning")}
+    assert out["canonical_from"] == {"lightning": f"{ckpt.name}:pytorch-lightning_version"}
+    assert notes == [f"{ckpt.name}: a pickle; only its top-level version keys were read"]
+    hparams, _ = canonical(ckpt.parent.parent / "hparams.yaml")
+    assert hparams["canonical"] == {"config": {"hidden": 4, "lr": 0.1}}
+
+
+@pytest.mark.slow
+def test_torch_collect_env_report(tmp_path: Path) -> None:
+    """torch's own ``collect_env`` report, saved as a run's environment file: torch and
+    Python versions as installed here."""
+    report = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "torch.utils.collect_env"],
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    ).stdout
+    out, _ = canonical(write(tmp_path, "collect_env.txt", report))
+    assert out["canonical"]["torch"] == metadata.version("torch")
+    assert out["canonical"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert out["canonical_from"]["torch"].startswith("collect_env.txt:line ")
+
+
+def test_probe_reads_every_record_of_a_checkpoint_and_the_saved_environment(
+    tmp_path: Path,
+) -> None:
+    """Several files of one checkpoint contribute (metadata record first); the
+    workspace's environment file fills what no checkpoint records; the derived baseline
+    (``recorded``) is the newest finished checkpoint, not a mix of several."""
+    ck = tmp_path / "ckpts"
+    old, new, broken = ck / "run-step100", ck / "run-step200", ck / "run-step300.tmp"
+    for d in (old, new, broken):
+        d.mkdir(parents=True)
+    write(old, "meta.json", {"torch": "2.9.0", "dataset_size": 10})
+    write(new, "meta.json", {"torch": "2.11.0+cu130"})
+    write(new, "config.json", {"transformers_version": "4.57.1"})
+    write(broken, "meta.json", {"torch": "9.9.9"})
+    write(tmp_path, "pip-freeze.txt", "torch==2.10.0\ntriton==3.5.0\n")
+    value = checkpoints.collect(
+        {
+            "path": str(ck),
+            "step_pattern": r"^.*step(\d+)(\.tmp)?$",
+            "env_files": [str(tmp_path / "*freeze*")],
+        },
+        None,  # type: ignore[arg-type]
+    )
+    assert [s["name"] for s in value["steps"]] == ["run-step100", "run-step200", "run-step300.tmp"]
+    assert value["steps"][1]["canonical_from"] == {
+        "torch": "meta.json:torch",
+        "transformers": "config.json:transformers_version",
+    }
+    assert value["recorded"] == {
+        "torch": "2.11.0+cu130",
+        "transformers": "4.57.1",
+        "triton": "3.5.0",
+    }
+    assert value["recorded_from"]["torch"] == "run-step200/meta.json:torch"
+    assert value["recorded_from"]["triton"] == f"{tmp_path}/pip-freeze.txt:line 2"
+    assert "dataset_size" not in value["recorded"]  # an older save's value is not mixed in
+    assert value["environment"]["files"] == [f"{tmp_path}/pip-freeze.txt"]
+
+
+def test_unknown_quantity_in_metadata_keys_is_bad_params(tmp_path: Path) -> None:
+    from tools.probes._common import ProbeFailure
+
+    with pytest.raises(ProbeFailure, match="unknown quantity torchh") as info:
+        checkpoints.collect({"path": str(tmp_path), "metadata_keys": {"torchh": "x"}}, None)  # type: ignore[arg-type]
+    assert info.value.kind == "bad_params"
+
+
+def test_every_quantity_is_documented_in_the_profile_template() -> None:
+    from tools.profile import template_text
+
+    text = template_text()
+    assert all(q in text for q in _canonical.QUANTITIES)

@@ -1,0 +1,221 @@
+"""Environment drift: the versions a checkpoint or a saved environment file records,
+against the installed ones, compared as versions; nothing compared that one side lacks.
+
+The rule table runs on in-memory facts shaped as the probes write them; the end-to-end
+test runs the real probes on a workspace whose checkpoint records another torch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.baseline import diff
+from agent.claims import Claim, Ref, VersionDiffers, check, resolve
+from agent.comparables import comparables
+from agent.facts import Fact, Ledger
+from agent.hypotheses import Hypothesis, verify
+from agent.rules.base import Evidence
+from agent.rules.environment_drift import EnvironmentDrift
+from agent.versions import difference
+
+TORCH = "2.13.0+cpu"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("2.11.0+cu130", "2.11.0+cu130", "same"),
+        ("2.11.0+cu130", "2.11.0", "same"),  # a label on one side only says nothing
+        ("2.11.0+cu130", "2.11.0+cpu", "build"),
+        ("2.11.0+cu130", "2.13.0+cu130", "release"),
+        ("2.11.0", "2.11", "same"),
+        ("2.6.0a0+git1234", "2.6.0+git1234", "release"),  # a pre-release is another release
+        ("3.12.3", "3.12.4", "release"),
+        ("v1.2", "1.2.0", "same"),
+        ("unknown", "2.11.0", None),
+    ],
+)
+def test_version_difference(a: str, b: str, expected: str | None) -> None:
+    assert difference(a, b) == expected
+    assert difference(b, a) == expected
+
+
+def pyenv(torch: str | None = TORCH, python: str = "3.11.7") -> dict[str, Any]:
+    return {
+        "python": {"version": python},
+        "torch": None
+        if torch is None
+        else {"version": torch, "git_version": "abc1234", "cuda": None},
+        "triton": None,
+        "key_packages": {"transformers": "4.57.1"},
+    }
+
+
+def checkpoints(recorded: dict[str, Any]) -> dict[str, Any]:
+    origin = {q: f"step_10/meta.json:{q}" for q in recorded}
+    return {"steps": [], "recorded": recorded, "recorded_from": origin}
+
+
+def propose(*facts: tuple[str, dict[str, Any] | None, str | None]) -> list[Hypothesis]:
+    """The rule on a ledger of ``(probe, value, error)`` facts and the derived diff."""
+    ledger = Ledger()
+    ids = [
+        ledger.append(Fact(probe=probe, target="local", value=value, error=error)).id
+        for probe, value, error in facts
+    ]
+    entries = diff(comparables(ledger, ids), ledger, ids, None)
+    hypotheses = EnvironmentDrift().propose(Evidence(ledger=ledger, fact_ids=ids, diff=entries))
+    return [verify(h, ledger) for h in hypotheses]
+
+
+CASES: list[tuple[str, list[tuple[str, dict[str, Any] | None, str | None]], str | None, str]] = [
+    (
+        "another torch release",
+        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"torch": "2.11.0+cu130"}), None)],
+        "verified",
+        "are different releases",
+    ),
+    (
+        "same release, other build",
+        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"torch": "2.13.0+cu130"}), None)],
+        "verified",
+        "one release in different builds",
+    ),
+    (
+        "same versions",
+        [
+            ("pyenv", pyenv(), None),
+            ("checkpoints", checkpoints({"torch": TORCH, "python": "3.11.7"}), None),
+        ],
+        "refuted",
+        "are the same version",
+    ),
+    (
+        "the record names no build",
+        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"torch": "2.13.0"}), None)],
+        "refuted",
+        "only one names its build",
+    ),
+    (
+        "installed torch not observed",
+        [
+            ("pyenv", pyenv(torch=None), None),
+            ("checkpoints", checkpoints({"torch": "2.11.0+cu130"}), None),
+        ],
+        "unverifiable",
+        "has no torch version (now)",
+    ),
+    (
+        "pyenv failed",
+        [
+            ("pyenv", None, "bundle_failed: python3: not found"),
+            ("checkpoints", checkpoints({"torch": "2.11.0+cu130"}), None),
+        ],
+        "unverifiable",
+        "is a failed observation",
+    ),
+    (
+        "nothing records a version",
+        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({}), None)],
+        None,
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "facts", "status", "sentence"), CASES, ids=[c[0] for c in CASES])
+def test_rule_table(
+    case: str,
+    facts: list[tuple[str, dict[str, Any] | None, str | None]],
+    status: str | None,
+    sentence: str,
+) -> None:
+    """Verified on a recorded version that differs, refuted when all compared agree,
+    unverifiable when the installed side was not observed, not proposed when nothing
+    records a version (nothing said there was an environment to drift from)."""
+    found = propose(*facts)
+    if status is None:
+        assert found == [], case
+        return
+    (hyp,) = found
+    assert hyp.status == status, [v.sentence for v in hyp.verdicts]
+    assert any(sentence in v.sentence for v in hyp.verdicts), [v.sentence for v in hyp.verdicts]
+    assert all(len(v.cites) == 2 for v in hyp.verdicts)  # the installed and the recorded fact
+
+
+def test_unread_checkpoints_leave_the_question_open() -> None:
+    """Checkpoints that could not be read are not "nothing recorded": the family stays,
+    claimless, saying what would settle it."""
+    (hyp,) = propose(("pyenv", pyenv(), None), ("checkpoints", None, "not_found: /ws/ck"))
+    assert hyp.claims == () and hyp.predictions
+    assert hyp.status == "unverifiable"
+
+
+def test_version_claim_on_text_that_is_no_version_is_unverifiable() -> None:
+    ledger = Ledger()
+    a = ledger.append(Fact(probe="p", target="local", value={"v": "n/a"})).id
+    b = ledger.append(Fact(probe="q", target="local", value={"v": "2.11.0"})).id
+    claim = Claim(predicate=VersionDiffers(a=Ref(fact=a, path=("v",)), b=Ref(fact=b, path=("v",))))
+    verdict = check(claim, ledger)
+    assert verdict.outcome == "unverifiable"
+    assert "not both versions" in verdict.sentence
+
+
+def diagnose_foreign(tmp_path: Path, recorded_torch: str) -> tuple[Any, Ledger, str]:
+    """The real probes and graph on a checkpoint directory no reference trainer wrote:
+    ``outputs/step_100/meta.json`` holding ``{"torch": recorded_torch}``."""
+    from agent.report import build_report, render_markdown
+    from agent.runner import build_doctor, run_session
+    from agent.session import Session, SessionConfig
+    from agent.state import DiagnosisState
+    from tools.bundle import SweepSpec
+
+    ck = tmp_path / "outputs"
+    (ck / "step_100").mkdir(parents=True)
+    (ck / "step_100" / "meta.json").write_text(json.dumps({"torch": recorded_torch}))
+    spec = SweepSpec(
+        workspace=str(tmp_path), checkpoints=str(ck), interpreter=sys.executable, parallel=2
+    )
+    session = Session.create(SessionConfig(command="diagnose", target="local", spec=spec))
+    doctor = build_doctor(session, session.target("local"), spec)
+    outcome = run_session(session, doctor, start=DiagnosisState(target="local"))
+    session.close()
+    report = render_markdown(build_report(outcome.state, session.ledger, session.id))
+    return outcome.state, session.ledger, report
+
+
+@pytest.mark.slow
+def test_a_foreign_checkpoint_recording_another_torch_is_drift(tmp_path: Path) -> None:
+    """``meta.json`` records torch 2.11.0+cu130 while this torch is installed: drift is
+    verified, citing the installed version and the recorded one with the file and key it
+    came from."""
+    state, ledger, report = diagnose_foreign(tmp_path, "2.11.0+cu130")
+    drift = [h for h in state.hypotheses if h.kind == "environment_drift"]
+    assert [h.status for h in drift] == ["verified"], [
+        v.sentence for h in drift for v in h.verdicts
+    ]
+    (verdict,) = drift[0].verdicts
+    installed = metadata.version("torch")
+    assert f"torch version (now) = '{installed}'" in verdict.sentence
+    assert "torch version (baseline) = '2.11.0+cu130'" in verdict.sentence
+    assert "are different releases" in verdict.sentence
+    pyenv_fact, ckpt_fact = (ledger.get(i) for i in verdict.cites)
+    assert (pyenv_fact.probe, ckpt_fact.probe) == ("pyenv", "checkpoints")
+    assert resolve(ckpt_fact, ("recorded_from", "torch")) == "step_100/meta.json:torch"
+    assert state.verdict == "fault_found"
+    assert "2.11.0+cu130" in report
+
+
+@pytest.mark.slow
+def test_a_foreign_checkpoint_recording_this_torch_is_no_drift(tmp_path: Path) -> None:
+    """The same layout recording the installed torch: drift is compared and refuted."""
+    state, _, _ = diagnose_foreign(tmp_path, metadata.version("torch"))
+    drift = [h for h in state.hypotheses if h.kind == "environment_drift"]
+    assert [h.status for h in drift] == ["refuted"], [v.sentence for h in drift for v in h.verdicts]
+    assert "are the same version" in drift[0].verdicts[0].sentence

@@ -1,0 +1,333 @@
+# Shipped to targets running Python 3.8.
+"""What a checkpoint or a saved environment file records, as canonical quantities.
+
+Trainers record the same things under different names: ``{"torch": {"version": …}}``,
+``{"torch_version": …}``, ``{"versions": {"torch": …}}``, ``{"torch": "2.11.0+cu130"}``,
+HF ``config.json``'s ``transformers_version``, a ``pip freeze`` line, torch's
+``collect_env`` report, a conda ``environment.yml``. ``read`` turns one file into
+``Found`` values; ``merge`` keeps the first value of each quantity and, beside it, where
+it came from (``"meta.json:torch"``, ``"pip-freeze.txt:line 12"``) so a claim citing it
+can be checked by a reader. A quantity no file records is absent, never guessed.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickletools
+import re
+import zipfile
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "QUANTITIES",
+    "VERSION_QUANTITIES",
+    "is_env_file",
+    "merge",
+    "read",
+]
+
+# Versions first: the environment-drift rule compares exactly these with the installed ones.
+VERSION_QUANTITIES = ("torch", "torch_git", "triton", "cuda", "python", "transformers", "lightning")
+QUANTITIES = (*VERSION_QUANTITIES, "dtype", "dataset_size", "tokens_per_s", "config")
+
+# Key paths tried, in order, on every JSON record; a dotted path also matches a flat key
+# spelled with the dots (``{"torch.version": …}``, as wandb-style flattened configs are).
+KEYS: dict[str, tuple[str, ...]] = {
+    "torch": (
+        "torch.version",
+        "torch_version",
+        "pytorch_version",
+        "versions.torch",
+        "env.torch",
+        "environment.torch",
+        "torch.__version__",
+        "torch",
+        "pytorch",
+    ),
+    "torch_git": ("torch.git_version", "torch_git_version", "versions.torch_git", "torch_git"),
+    "triton": ("triton.version", "triton_version", "versions.triton", "env.triton", "triton"),
+    "cuda": (
+        "torch.cuda",
+        "torch_cuda",
+        "cuda_version",
+        "versions.cuda",
+        "env.cuda",
+        "cuda.version",
+        "cuda",
+    ),
+    "python": ("python.version", "python_version", "versions.python", "env.python", "python"),
+    "transformers": (
+        "transformers_version",
+        "transformers.version",
+        "versions.transformers",
+        "env.transformers",
+        "transformers",
+    ),
+    "lightning": (
+        "pytorch-lightning_version",
+        "lightning_version",
+        "pytorch_lightning_version",
+        "versions.lightning",
+        "lightning",
+    ),
+    "dtype": ("torch_dtype", "dtype"),
+    "dataset_size": (
+        "dataset.size",
+        "dataset_size",
+        "dataset.num_examples",
+        "num_examples",
+        "num_samples",
+        "train_samples",
+    ),
+    "tokens_per_s": (
+        "tokens_per_s",
+        "tokens_per_second",
+        "train_tokens_per_second",
+        "throughput.tokens_per_s",
+        "perf.tokens_per_s",
+    ),
+    "config": ("config", "training_args", "train_config", "args", "hparams", "hyper_parameters"),
+}
+
+# Package names (PEP 503 normalised) in pip, conda and collect_env listings.
+PACKAGES: dict[str, str] = {
+    "torch": "torch",
+    "pytorch": "torch",  # conda's name for it
+    "triton": "triton",
+    "pytorch-triton": "triton",  # nightly wheels' name for it
+    "transformers": "transformers",
+    "lightning": "lightning",
+    "pytorch-lightning": "lightning",
+    "python": "python",
+    "pytorch-cuda": "cuda",  # conda: the CUDA build torch was installed for
+}
+
+VERSION = re.compile(r"^v?\d+(\.\d+)*([a-z]+\d*)?(\.post\d+|\.dev\d+)*(\+[A-Za-z0-9.]+)?$")
+GIT_HASH = re.compile(r"^[0-9a-f]{7,40}$")
+TEXT_MAX = 1 << 20  # bytes of an environment or hparams file read
+PICKLE_MAX = 8 << 20  # bytes of a checkpoint's pickle scanned for its version key
+
+ENV_NAMES = re.compile(
+    r"^(pip[-_]?freeze.*\.txt|requirements.*\.txt|(conda[-_])?environment\.ya?ml|"
+    r"conda[-_]env.*\.ya?ml|.*[-_]env\.txt|env\.txt|collect[-_]env.*\.txt|versions\.txt)$",
+    re.IGNORECASE,
+)
+_PIN = re.compile(r"^\s*(?:-\s*|\[pip\d?\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;#]+)")
+_CONDA = re.compile(r"^\s*(?:-\s*|\[conda\]\s*)([A-Za-z0-9][A-Za-z0-9._-]*)(?:=|\s+)([^=\s]+)")
+_COLLECT_ENV = {
+    "PyTorch version": "torch",
+    "CUDA used to build PyTorch": "cuda",
+    "Python version": "python",
+}
+_STRING_OPS = ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING")
+_MEMO_OPS = ("BINPUT", "LONG_BINPUT", "PUT", "MEMOIZE")
+
+if TYPE_CHECKING:
+    # quantity -> (value, where); where is "<source>:<key or line>". (Annotations only:
+    # the target may run Python 3.8, where ``dict[...]`` cannot be evaluated.)
+    Found = dict[str, tuple[Any, str]]
+
+
+def is_env_file(name: str) -> bool:
+    """Whether ``name`` looks like a saved environment listing (pip freeze, conda, collect_env)."""
+    return bool(ENV_NAMES.match(name))
+
+
+def _lookup(record: dict[str, Any], dotted: str) -> Any:
+    if dotted in record:
+        return record[dotted]
+    value: Any = record
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _usable(quantity: str, value: Any) -> bool:
+    if quantity == "config":
+        return isinstance(value, dict) and bool(value)
+    if quantity in ("dataset_size", "tokens_per_s"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    if quantity == "dtype":
+        return isinstance(value, str) and bool(value)
+    if quantity == "torch_git":
+        return isinstance(value, str) and bool(GIT_HASH.match(value))
+    return isinstance(value, str) and bool(VERSION.match(value.strip()))
+
+
+def from_record(record: Any, source: str, key_map: dict[str, str], notes: list[str]) -> Found:
+    """The quantities a JSON record holds; the profile's ``key_map`` is tried first."""
+    found: Found = {}
+    if not isinstance(record, dict):
+        return found
+    for quantity in QUANTITIES:
+        mapped = key_map.get(quantity)
+        for key in ((mapped,) if mapped else ()) + KEYS[quantity]:
+            value = _lookup(record, key)
+            if value is None:
+                continue
+            if _usable(quantity, value):
+                found[quantity] = (value.strip() if isinstance(value, str) else value, key)
+                break
+            if key == mapped or (quantity in VERSION_QUANTITIES and isinstance(value, str)):
+                # Something is recorded under a version's name but is no version: say so,
+                # since a drift check would otherwise skip it without a word.
+                notes.append(f"{source}:{key} = {value!r} is not a {quantity} value")
+    if "trainer_state" in source:
+        _trainer_state(record, found)
+    return {q: (v, f"{source}:{k}") for q, (v, k) in found.items()}
+
+
+def _trainer_state(record: dict[str, Any], found: Found) -> None:
+    """HF ``trainer_state.json`` (transformers/trainer_callback.py, ``TrainerState``): the
+    throughput its last log entry reports, and the schedule the Trainer was given."""
+    history = record.get("log_history")
+    if "tokens_per_s" not in found and isinstance(history, list):
+        for i in range(len(history) - 1, -1, -1):
+            entry = history[i]
+            rate = entry.get("train_tokens_per_second") if isinstance(entry, dict) else None
+            if _usable("tokens_per_s", rate):
+                found["tokens_per_s"] = (rate, f"log_history.{i}.train_tokens_per_second")
+                break
+    keys = ("train_batch_size", "max_steps", "num_train_epochs", "logging_steps", "save_steps")
+    schedule = {k: record[k] for k in keys if k in record}
+    if "config" not in found and schedule:
+        found["config"] = (schedule, ",".join(sorted(schedule)))
+
+
+def from_text(text: str, source: str) -> Found:
+    """Versions in a pip freeze, requirements pin, conda listing or collect_env report.
+
+    Only exact pins (``==``) are records of what was installed; ``>=`` is a wish.
+    """
+    found: Found = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        where = f"{source}:line {number}"
+        head, sep, rest = line.partition(":")
+        if sep and head.strip() in _COLLECT_ENV:
+            quantity = _COLLECT_ENV[head.strip()]
+            words = rest.split()
+            if words and quantity not in found and _usable(quantity, words[0]):
+                found[quantity] = (words[0], where)
+            continue
+        match = _PIN.match(line) or _CONDA.match(line)
+        if not match:
+            continue
+        name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+        quantity = PACKAGES.get(name, "")
+        value = match.group(2)
+        if quantity and quantity not in found and _usable(quantity, value):
+            found[quantity] = (value, where)
+    return found
+
+
+def from_hparams(text: str, source: str) -> Found:
+    """Lightning's ``hparams.yaml`` (``save_hparams_to_yaml``): its top-level
+    ``key: value`` lines as the config. No YAML library on the target, so nested blocks
+    and lists are kept as their raw text, not parsed."""
+    config: dict[str, Any] = {}
+    for line in text.splitlines():
+        if not line.strip() or line[0] in " \t-#":
+            continue
+        key, sep, raw = line.partition(":")
+        if not sep:
+            continue
+        raw = raw.strip()
+        config[key.strip()] = _scalar(raw) if raw else "(nested; not read)"
+    return {"config": (config, f"{source}:(top-level keys)")} if config else {}
+
+
+def _scalar(raw: str) -> Any:
+    if raw in ("null", "~"):
+        return None
+    if raw in ("true", "false"):
+        return raw == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    if len(raw) > 1 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    return raw
+
+
+def from_pickle(path: str, source: str, notes: list[str]) -> Found:
+    """A torch zip checkpoint's top-level version keys (Lightning writes
+    ``pytorch-lightning_version``), read from the pickle's opcodes without executing it.
+    The rest of a pickle cannot be read without torch and the classes it names."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            pkl = [i for i in z.infolist() if i.filename.endswith("data.pkl")]
+            if not pkl or pkl[0].file_size > PICKLE_MAX:
+                notes.append(f"{source}: no data.pkl small enough to scan; versions not read")
+                return {}
+            data = z.read(pkl[0])
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        notes.append(f"{source}: not read ({str(exc)[:120]})")
+        return {}
+    # Only keys that say "version": a bare "torch" or "python" string in a pickle may be
+    # anything (a list item, a module name), and is not read as a version.
+    wanted = {k: q for q in VERSION_QUANTITIES for k in KEYS[q] if "version" in k and "." not in k}
+    found: Found = {}
+    key: str | None = None
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name in _MEMO_OPS:
+                continue
+            is_text = op.name in _STRING_OPS and isinstance(arg, str)
+            if key is not None and is_text and _usable(wanted[key], arg):
+                found.setdefault(wanted[key], (arg, f"{source}:{key}"))
+            key = arg if is_text and arg in wanted else None
+    except ValueError as exc:
+        notes.append(f"{source}: pickle scan stopped ({str(exc)[:120]})")
+    notes.append(f"{source}: a pickle; only its top-level version keys were read")
+    return found
+
+
+def _read_text(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read(TEXT_MAX).decode("utf-8", "replace")
+
+
+def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> Found:
+    """What the file at ``path`` records; ``source`` names it in ``canonical_from``.
+    A file that cannot be read is a note, never an exception."""
+    lower = os.path.basename(path).lower()
+    try:
+        if lower.endswith(".json"):
+            if os.path.getsize(path) > TEXT_MAX:
+                notes.append(f"{source}: larger than {TEXT_MAX} bytes; not read")
+                return {}
+            with open(path, "rb") as f:
+                return from_record(json.loads(f.read()), source, key_map, notes)
+        if lower.endswith(".ckpt"):
+            return from_pickle(path, source, notes)
+        if lower in ("hparams.yaml", "hparams.yml"):
+            return from_hparams(_read_text(path), source)
+        if is_env_file(lower):
+            return from_text(_read_text(path), source)
+    except OSError as exc:
+        notes.append(f"{source}: unreadable ({exc.strerror or exc})")
+    except ValueError as exc:
+        notes.append(f"{source}: does not parse ({str(exc)[:120]})")
+    return {}
+
+
+def merge(parts: list[Found]) -> dict[str, Any]:
+    """The first value of each quantity over ``parts`` and where each came from."""
+    canonical: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for part in parts:
+        for quantity in QUANTITIES:
+            if quantity in part and quantity not in canonical:
+                canonical[quantity], origin[quantity] = part[quantity]
+    return {
+        "canonical": canonical,
+        "canonical_from": origin,
+        "not_recorded": [q for q in QUANTITIES if q not in canonical],
+    }
