@@ -9,6 +9,14 @@ scan reports how often it hit, the first and last line numbers, and the first an
 matching lines. Python tracebacks are followed to their final exception line and tied
 to the thread that raised them (``Exception in thread NAME:`` just before).
 
+Each exception line (a traceback's last, or the ``what():`` of a C++ exception that
+aborted the process) is also grouped by the cause it states, in ``exception_causes``: the
+first of ``CAUSES`` whose signature it matches, else its exception's class. Per cause:
+the lines, the threads it ended, how many lines it hit outside any thread, and how many
+lines of the log follow its last one (None when the middle of the log was skipped and
+it lay before the gap), which tells an exception that ended the run from one logged on
+the way.
+
 Reading is bounded like the JSONL summary (see ``_lines``): overlong lines are counted,
 not held, and a file over ``max_scan`` is read as head and tail, with line numbers in
 the tail unknown (offsets are always given).
