@@ -90,6 +90,12 @@ RECORDS: list[tuple[str, object, dict[str, Any], dict[str, str]]] = [
         {"torch": "run.json:torch.version"},
     ),
     (
+        "env.json",  # a version is the first word that is one
+        {"python": "CPython 3.11.7", "torch": "2.13.0+cpu (CUDA none)", "triton": "n/a"},
+        {"python": "3.11.7", "torch": "2.13.0+cpu"},
+        {"python": "env.json:python"},
+    ),
+    (
         "pip-freeze.txt",
         "accelerate==1.10.0\ntorch==2.11.0+cu130\npytorch-triton==3.5.0+git1234\n"
         "transformers @ file:///wheels/transformers-4.57.1-py3-none-any.whl\n",
@@ -174,6 +180,8 @@ def test_unreadable_or_odd_records_are_notes_not_errors(
         ("conda-env.yaml", True),
         ("run1-env.txt", True),
         ("collect_env.txt", True),
+        ("wandb-metadata.json", True),
+        ("conda-environment.yaml", True),
         ("train_stdout.log", False),
         ("config.json", False),
         ("notes.txt", False),
@@ -346,3 +354,4 @@ def test_every_quantity_is_documented_in_the_profile_template() -> None:
 
     text = template_text()
     assert all(q in text for q in _canonical.QUANTITIES)
+

@@ -110,9 +110,12 @@ GIT_HASH = re.compile(r"^[0-9a-f]{7,40}$")
 TEXT_MAX = 1 << 20  # bytes of an environment or hparams file read
 PICKLE_MAX = 8 << 20  # bytes of a checkpoint's pickle scanned for its version key
 
+# Saved environment listings by name: pip freeze, requirements pins, conda exports,
+# torch's collect_env report, and JSON ones (wandb-metadata.json, env.json) read as records.
 ENV_NAMES = re.compile(
-    r"^(pip[-_]?freeze.*\.txt|requirements.*\.txt|(conda[-_])?environment\.ya?ml|"
-    r"conda[-_]env.*\.ya?ml|.*[-_]env\.txt|env\.txt|collect[-_]env.*\.txt|versions\.txt)$",
+    r"^(.*freeze.*\.txt|requirements.*\.txt|(conda[-_])?environment.*\.ya?ml|"
+    r"conda.*\.ya?ml|.*[-_.]env\.txt|env\.txt|collect[-_]env.*\.txt|versions\.txt|"
+    r".*\.env\.json|env\.json|environment\.json|wandb-metadata\.json)$",
     re.IGNORECASE,
 )
 _PIN = re.compile(r"^\s*(?:-\s*|\[pip\d?\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;#]+)")
@@ -147,16 +150,21 @@ def _lookup(record: dict[str, Any], dotted: str) -> Any:
     return value
 
 
-def _usable(quantity: str, value: Any) -> bool:
+def _usable(quantity: str, value: Any) -> Any:
+    """``value`` as the quantity's canonical value, or None when it is not one. A version
+    is the first word that is one: ``"3.11.7 (main, …)"``, wandb's ``"CPython 3.11.7"``."""
     if quantity == "config":
-        return isinstance(value, dict) and bool(value)
+        return value if isinstance(value, dict) and value else None
     if quantity in ("dataset_size", "tokens_per_s"):
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return value if number and value >= 0 else None
+    if not isinstance(value, str):
+        return None
     if quantity == "dtype":
-        return isinstance(value, str) and bool(value)
+        return value.strip() or None
     if quantity == "torch_git":
-        return isinstance(value, str) and bool(GIT_HASH.match(value))
-    return isinstance(value, str) and bool(VERSION.match(value.strip()))
+        return value.strip() if GIT_HASH.match(value.strip()) else None
+    return next((word for word in value.split() if VERSION.match(word)), None)
 
 
 def from_record(record: Any, source: str, key_map: dict[str, str], notes: list[str]) -> Found:
@@ -170,8 +178,9 @@ def from_record(record: Any, source: str, key_map: dict[str, str], notes: list[s
             value = _lookup(record, key)
             if value is None:
                 continue
-            if _usable(quantity, value):
-                found[quantity] = (value.strip() if isinstance(value, str) else value, key)
+            usable = _usable(quantity, value)
+            if usable is not None:
+                found[quantity] = (usable, key)
                 break
             if key == mapped or (quantity in VERSION_QUANTITIES and isinstance(value, str)):
                 # Something is recorded under a version's name but is no version: say so,
@@ -190,7 +199,7 @@ def _trainer_state(record: dict[str, Any], found: Found) -> None:
         for i in range(len(history) - 1, -1, -1):
             entry = history[i]
             rate = entry.get("train_tokens_per_second") if isinstance(entry, dict) else None
-            if _usable("tokens_per_s", rate):
+            if _usable("tokens_per_s", rate) is not None:
                 found["tokens_per_s"] = (rate, f"log_history.{i}.train_tokens_per_second")
                 break
     keys = ("train_batch_size", "max_steps", "num_train_epochs", "logging_steps", "save_steps")
@@ -210,18 +219,19 @@ def from_text(text: str, source: str) -> Found:
         head, sep, rest = line.partition(":")
         if sep and head.strip() in _COLLECT_ENV:
             quantity = _COLLECT_ENV[head.strip()]
-            words = rest.split()
-            if words and quantity not in found and _usable(quantity, words[0]):
-                found[quantity] = (words[0], where)
+            words = rest.split()[:1]  # "3.11.7 (main, …)": the version is the first word
+            usable = _usable(quantity, words[0]) if words else None
+            if usable is not None and quantity not in found:
+                found[quantity] = (usable, where)
             continue
         match = _PIN.match(line) or _CONDA.match(line)
         if not match:
             continue
         name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
         quantity = PACKAGES.get(name, "")
-        value = match.group(2)
-        if quantity and quantity not in found and _usable(quantity, value):
-            found[quantity] = (value, where)
+        usable = _usable(quantity, match.group(2)) if quantity else None
+        if usable is not None and quantity not in found:
+            found[quantity] = (usable, where)
     return found
 
 
@@ -280,8 +290,9 @@ def from_pickle(path: str, source: str, notes: list[str]) -> Found:
             if op.name in _MEMO_OPS:
                 continue
             is_text = op.name in _STRING_OPS and isinstance(arg, str)
-            if key is not None and is_text and _usable(wanted[key], arg):
-                found.setdefault(wanted[key], (arg, f"{source}:{key}"))
+            usable = _usable(wanted[key], arg) if key is not None and is_text else None
+            if key is not None and usable is not None:
+                found.setdefault(wanted[key], (usable, f"{source}:{key}"))
             key = arg if is_text and arg in wanted else None
     except ValueError as exc:
         notes.append(f"{source}: pickle scan stopped ({str(exc)[:120]})")
