@@ -51,7 +51,11 @@ def _trainlog(v: dict[str, Any]) -> str:
 
 def _stdoutlog(v: dict[str, Any]) -> str:
     seen = {k: s.get("count") for k, s in (v.get("signatures") or {}).items() if s.get("count")}
-    return "signatures: " + (", ".join(f"{k}×{n}" for k, n in seen.items()) or "none")
+    text = "signatures: " + (", ".join(f"{k}×{n}" for k, n in seen.items()) or "none")
+    causes = {k: c.get("count") for k, c in (v.get("exception_causes") or {}).items()}
+    if causes:
+        text += " · exception lines by cause: " + ", ".join(f"{k}×{n}" for k, n in causes.items())
+    return text
 
 
 def _torch_source(v: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence
 from agent.rules.crash import EPILOGUE_LINES, CrashStated
 from agent.rules.fx_trace_race import FxTraceRace
+from agent.summaries import summarize
 from tests import torch_error_texts as texts
 from tools.parsers import stdoutlog
 
@@ -184,3 +185,10 @@ def test_distinct_causes_are_one_hypothesis_each_named_first(tmp_path: Path) -> 
     assert [h.status for h in found] == ["verified", "verified"]
     assert "out of memory" in sentences(found[0])
     assert "ValueError raised" in sentences(found[1])
+
+
+def test_fact_summary_names_the_causes(tmp_path: Path) -> None:
+    ledger = Ledger()
+    lines = [*thread_crash("gpu-1", texts.CUDA_OOM), *thread_crash("gpu-2", texts.CUDA_OOM)]
+    fact, _ = log_fact(tmp_path, lines, ledger)
+    assert summarize(fact).endswith(" · exception lines by cause: cuda_oom×2")
