@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from agent.baseline import Comparable
 from agent.claims import MISSING, resolve
 from agent.facts import Fact, Ledger
+from agent.throughput import subject, throughput_comparables
 
 # What the newest finished checkpoint (or a saved environment file) records, as the
 # canonical quantities tools/probes/_canonical.py reads from any trainer's records.
@@ -147,13 +148,17 @@ def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
     return found
 
 
+# The throughput the newest checkpoint recorded (the trainer's own measurement).
+RECORDED_THROUGHPUT = (*RECORDED, "tokens_per_s")
+
+
 def drafter_group(fact: Fact) -> str | None:
-    """The train log's group for drafter records ("role=drafter,…"), when it has one."""
-    groups = resolve(fact, ("groups",))
-    if not isinstance(groups, dict):
+    """The train log's one series the throughput is judged by ("role=drafter,…", or the
+    log's only group), when a single series is the subject (see agent.throughput)."""
+    found = subject(fact)
+    if found is None or found.members or found.path[0] != "groups":
         return None
-    drafters = sorted(k for k in groups if "role=drafter" in k.split(","))
-    return drafters[0] if len(drafters) == 1 else None
+    return str(found.path[1])
 
 
 def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
@@ -195,16 +200,11 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
                         ("files", f"@path={path}", "line_bytes", "max"),
                     )
                 )
-    trainlog = _latest(ledger, ids, "trainlog")
-    group = drafter_group(trainlog) if trainlog else None
-    if group is not None:
-        table.append(
-            Comparable(
-                "throughput.drafter",
-                "drafter tokens/s (recent median)",
-                "trainlog",
-                ("groups", group, "throughput", "recent_median"),
-                derived=("checkpoints", (*RECORDED, "tokens_per_s")),
-            )
+    table.extend(
+        throughput_comparables(
+            _latest(ledger, ids, "trainlog"),
+            _latest(ledger, ids, "checkpoints"),
+            RECORDED_THROUGHPUT,
         )
+    )
     return table

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.rules.base import Evidence
+from agent.throughput import primary_entry
 from playbooks import FixOutcome, FixPlan, Remote, TrainerSite, Transaction
 from playbooks.base import Playbook
 from tools.transport.base import Transport
@@ -30,7 +31,7 @@ class PlaybookAdapter:
         self.run_timeout = run_timeout
 
     def _transaction(self, evidence: Evidence) -> Transaction:
-        speed = next((d for d in evidence.diff if d.key == "throughput.drafter"), None)
+        speed = primary_entry(evidence.diff)
         baseline = speed.baseline_value if speed is not None else None
         return Transaction(
             self.playbook,

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 from agent.claims import resolve
-from agent.comparables import comparables, drafter_group
+from agent.comparables import comparables
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from agent.health_model import SWEEP_CHECK, Check, Cited, CitedFact, Metric, TargetResult
@@ -33,6 +33,7 @@ from agent.rules.base import Rule
 from agent.runner import baseline_store, record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
+from agent.throughput import primary_entry, subject
 from tools.bundle import SweepResult, SweepSpec, build_plan, parse_output, sweep
 from tools.errors import CommandTimeout, DoctorError, TransportError
 from tools.transport import SSHOptions, Transport
@@ -392,12 +393,15 @@ def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
     trainlog = _latest(ledger, state.facts, "trainlog")
     host = _latest(ledger, state.facts, "host")
     if trainlog is not None:
-        group = drafter_group(trainlog)
-        base: tuple[str, ...] = ("groups", group) if group else ()
-        who = "drafter " if group else ""
+        found = subject(trainlog)
+        who = found.who if found is not None else ""
         for key, path, label in (
-            ("tokens_per_s", (*base, "throughput", "recent_median"), f"{who}tokens/s"),
-            ("last_step", (*base, "steps", "last" if group else "max"), f"{who}last step"),
+            (
+                "tokens_per_s",
+                found.path if found else ("throughput", "recent_median"),
+                f"{who}tokens/s",
+            ),
+            ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
         ):
             value = _number(resolve(trainlog, path))
             if value is not None:
@@ -410,12 +414,15 @@ def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
                 cites=[host.id, trainlog.id],
                 label="seconds from the last train-log record to the target's clock",
             )
-    speed = next((d for d in state.diff if d.key == "throughput.drafter"), None)
+    speed = primary_entry(state.diff)
     if speed is not None:
         value = _number(speed.baseline_value)
         if value is not None:
             out["baseline_tokens_per_s"] = Metric(
-                value=value, cites=[speed.baseline.fact], label="baseline drafter tokens/s"
+                # "drafter tokens/s (recent median)" -> "baseline drafter tokens/s"
+                value=value,
+                cites=[speed.baseline.fact],
+                label=f"baseline {speed.label.partition(' (')[0]}",
             )
     return out
 

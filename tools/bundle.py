@@ -279,10 +279,12 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 "deep": spec.deep_checkpoint_check,
             }, ""
         case "trainlog":
-            if not spec.train_log:
-                return None, "no train log configured"
+            # No log named: the probe takes the workspace's best candidate holding steps.
+            where = {"path": spec.train_log} if spec.train_log else {"workspace": spec.workspace}
+            if not spec.train_log and not spec.workspace:
+                return None, "no train log or workspace configured"
             return {
-                "path": spec.train_log,
+                **where,
                 "fields": dict(spec.log_fields),
                 "throughput_unit": spec.throughput_unit,
                 **scan,

@@ -39,6 +39,7 @@ from pydantic_settings import (
 
 from tools.bundle import PROBES, SweepSpec
 from tools.errors import ConfigError, TargetURIError, UsageError
+from tools.parsers.logformats import FORMATS as LOG_FORMATS
 from tools.probes._canonical import QUANTITIES
 from tools.transport.uri import parse_target
 
@@ -64,18 +65,31 @@ class LogFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    format: str | None = Field(
+        None, description="the log's format (jsonl, csv, trainer_state, text); unset: sniffed"
+    )
     step: str | None = None
     loss: str | None = None
     throughput: str | None = None
     time: str | None = None
+    tokens: str | None = Field(
+        None, description="a token count (running total or per step) to derive tokens/s from"
+    )
     group: list[str] | None = Field(
         None, description="fields that split the log into series, e.g. ['role', 'device']"
     )
     throughput_unit: Literal["tok/s", "ktok/s", "mtok/s"] | None = None
 
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, v: str | None) -> str | None:
+        if v is not None and v not in LOG_FORMATS:
+            raise ValueError(f"unknown log format {v!r}; known: {', '.join(LOG_FORMATS)}")
+        return v
+
     def as_params(self) -> dict[str, str | list[str]]:
         out: dict[str, str | list[str]] = {}
-        for key in ("step", "loss", "throughput", "time"):
+        for key in ("format", "step", "loss", "throughput", "time", "tokens"):
             value = getattr(self, key)
             if value:
                 out[key] = value
@@ -377,9 +391,13 @@ workspace = "/workspace"
 # parallel = 4
 
 [targets.trainer.log_fields]
-# Field names in train_log.jsonl when they are not among the common ones
-# (step/global_step, loss, tok/s/tokens_per_sec/ktok_s/..., time/timestamp).
+# What the doctor inferred is in the trainlog fact's "schema" (format, which field is
+# step, loss, throughput, time, groups, what it ignored); set here what it got wrong.
+# Field names when they are not among the common ones (step/global_step/_step,
+# loss/train/loss, tok/s/tokens_per_second(_per_gpu)/ktok_s/..., time/timestamp).
+# format = "csv"                 # or "jsonl", "trainer_state", "text"
 # step = "global_step"
+# tokens = "num_input_tokens_seen"  # tokens/s derived from it when no field holds it
 # throughput = "tps"
 # throughput_unit = "tok/s"      # or "ktok/s", "mtok/s"
 # group = ["role", "device"]     # one series per device; [] for one series

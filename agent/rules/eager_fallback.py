@@ -7,6 +7,7 @@ from __future__ import annotations
 from agent.claims import AtLeast, AtMost, Claim, Equal, RatioBelow
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref
+from agent.throughput import primary_entry
 
 # Slower than the baseline, not "under half" of it. The incident's run fell to 0.34 (4.3
 # of 12.8 Ktok/s, on GPUs). The reference trainer (CPU) past its recompile limit measured
@@ -25,7 +26,7 @@ class SilentEagerFallback:
     needs = frozenset({"trainlog", "stdoutlog", "checkpoints"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
-        speed = next((d for d in evidence.diff if d.key == "throughput.drafter"), None)
+        speed = primary_entry(evidence.diff)
         log = evidence.latest("stdoutlog")
         if speed is None or log is None or not log.ok:
             return []

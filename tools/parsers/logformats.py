@@ -66,6 +66,7 @@ _LEAD_STEP = re.compile(r"(?:step|iter|iteration)\s+(\d+)\b", re.IGNORECASE)
 # tqdm's bar (``42%|####  | 42/100 [00:12<00:17, 3.4it/s, loss=2.3]``): its postfix
 # looks like metrics but is a running display, without a step.
 _PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[\d+:\d+")
+_COLUMN = re.compile(r"[A-Za-z_][\w./\-()\[\]]{0,127}\Z")  # a metric's name
 _TENSOR = re.compile(r"tensor\((" + _NUMBER + r")[,)]")
 
 
@@ -200,8 +201,8 @@ def csv_header(first_line: bytes) -> list[str] | None:
     row = next(csv.reader([text]), [])
     if len(row) < 2 or any(not c.strip() for c in row):
         return None
-    if any(not isinstance(_number(c), str) for c in row):
-        return None  # a row of numbers is data, not a header
+    if not all(_COLUMN.match(c.strip()) for c in row):
+        return None  # a row of numbers is data, a sentence with a comma no header
     return [c.strip() for c in row]
 
 
@@ -214,9 +215,11 @@ def parse_csv_row(raw: str, header: list[str]) -> dict[str, Any] | None:
     return {k: _number(v) for k, v in zip(header, row) if v != ""}
 
 
-# Keys of the last ``log_history`` entry ``Trainer.train`` writes: a summary of the
-# run (averages over it), not one more logging step.
-RUN_SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second")
+# ``Trainer.train`` ends ``log_history`` with a summary of the run (``train_loss``,
+# ``train_runtime``, averages over the run), not one more logging step. Step entries may
+# carry ``train_runtime`` too (transformers 5 adds ``speed_metrics`` to each when it
+# counts input tokens): a summary is the entry with no ``loss`` of its own.
+RUN_SUMMARY_KEYS = ("train_loss", "train_runtime", "total_flos")
 
 
 def trainer_state_records(
@@ -233,7 +236,7 @@ def trainer_state_records(
     for entry in doc["log_history"]:
         if not isinstance(entry, dict):
             continue
-        if any(k in entry for k in RUN_SUMMARY_KEYS):
+        if "loss" not in entry and any(k in entry for k in RUN_SUMMARY_KEYS):
             summaries.append(entry)
         elif "loss" not in entry and any(str(k).startswith("eval_") for k in entry):
             evals += 1

@@ -103,7 +103,18 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
         "tokens_per_step",
         "step_tokens",
     ),
-    "elapsed": ("_runtime", "elapsed", "elapsed_s", "elapsed_time", "time_elapsed", "runtime"),
+    # Seconds since the start. (Trainer's ``train_tokens_per_second`` is no throughput
+    # alias: it is the average since the start, which hides a slowdown for long after;
+    # the rate is derived from ``num_input_tokens_seen`` over ``train_runtime`` instead.)
+    "elapsed": (
+        "_runtime",
+        "train_runtime",
+        "elapsed",
+        "elapsed_s",
+        "elapsed_time",
+        "time_elapsed",
+        "runtime",
+    ),
     "step_time": ("step_time", "iter_time", "time_per_step", "batch_time", "iteration_time"),
 }
 # Token counts that only grow (a running total); any other count is one step's tokens.
