@@ -96,6 +96,12 @@ RECORDS: list[tuple[str, object, dict[str, Any], dict[str, str]]] = [
         {"python": "env.json:python"},
     ),
     (
+        "args.json",  # a file that is the training config as a whole
+        {"lr": 0.0001, "batch_size": 8, "torch_compile": True},
+        {"config": {"lr": 0.0001, "batch_size": 8, "torch_compile": True}},
+        {"config": "args.json:(the whole file)"},
+    ),
+    (
         "pip-freeze.txt",
         "accelerate==1.10.0\ntorch==2.11.0+cu130\npytorch-triton==3.5.0+git1234\n"
         "transformers @ file:///wheels/transformers-4.57.1-py3-none-any.whl\n",
@@ -147,6 +153,12 @@ def test_the_profile_maps_a_key_by_name(tmp_path: Path) -> None:
     )
     assert bad["canonical"] == {}
     assert notes == ["m.json:env.pt_ver = 'n/a' is not a torch value"]
+
+
+def test_a_pickle_that_cannot_be_read_without_torch_is_said(tmp_path: Path) -> None:
+    out, notes = canonical(write(tmp_path, "training_args.bin", "PK"))
+    assert out["canonical"] == {}
+    assert notes == ["training_args.bin: a pickle (TrainingArguments); not read without torch"]
 
 
 def test_a_version_key_holding_no_version_is_said(tmp_path: Path) -> None:
@@ -355,3 +367,21 @@ def test_every_quantity_is_documented_in_the_profile_template() -> None:
     text = template_text()
     assert all(q in text for q in _canonical.QUANTITIES)
 
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_the_reference_trainers_own_metadata_normalises(good_workspace: Path) -> None:
+    """The reference trainer's metadata.json (written by the trainer, not by hand) gives
+    the canonical quantities the derived baseline reads: installed torch and Python,
+    the dataset size and config it recorded, each cited by its key."""
+    ck = good_workspace / "checkpoints"
+    value = checkpoints.collect({"path": str(ck)}, None)  # type: ignore[arg-type]
+    newest = value["steps"][-1]
+    meta = json.loads((ck / newest["name"] / "metadata.json").read_text())
+    assert value["recorded"]["torch"] == meta["torch"]["version"] == metadata.version("torch")
+    assert value["recorded"]["torch_git"] == meta["torch"]["git_version"]
+    assert value["recorded"]["python"] == meta["python"]
+    assert value["recorded"]["dataset_size"] == meta["dataset"]["size"]
+    assert value["recorded"]["config"] == meta["config"]
+    assert value["recorded_from"]["torch"] == f"{newest['name']}/metadata.json:torch.version"
+    assert value["recorded_from"]["dataset_size"] == f"{newest['name']}/metadata.json:dataset.size"

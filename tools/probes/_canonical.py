@@ -25,6 +25,7 @@ __all__ = [
     "QUANTITIES",
     "VERSION_QUANTITIES",
     "is_env_file",
+    "is_record_file",
     "merge",
     "read",
 ]
@@ -118,6 +119,19 @@ ENV_NAMES = re.compile(
     r".*\.env\.json|env\.json|environment\.json|wandb-metadata\.json)$",
     re.IGNORECASE,
 )
+# Files that are a training config as a whole, not a record holding one under a key.
+CONFIG_FILES = ("training_args.json", "args.json", "train_config.json", "hparams.json")
+# What a checkpoint carries besides its metadata record that records versions or config
+# (HF: config.json, trainer_state.json; Lightning: hparams.yaml; HF's training_args.bin
+# is a pickle, named so that the fact says it was not read).
+RECORD_FILES = (
+    "config.json",
+    "trainer_state.json",
+    "hparams.yaml",
+    "hparams.yml",
+    "training_args.bin",
+    *CONFIG_FILES,
+)
 _PIN = re.compile(r"^\s*(?:-\s*|\[pip\d?\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;#]+)")
 _CONDA = re.compile(r"^\s*(?:-\s*|\[conda\]\s*)([A-Za-z0-9][A-Za-z0-9._-]*)(?:=|\s+)([^=\s]+)")
 _COLLECT_ENV = {
@@ -137,6 +151,12 @@ if TYPE_CHECKING:
 def is_env_file(name: str) -> bool:
     """Whether ``name`` looks like a saved environment listing (pip freeze, conda, collect_env)."""
     return bool(ENV_NAMES.match(name))
+
+
+def is_record_file(name: str) -> bool:
+    """Whether the normaliser reads ``name`` when a checkpoint holds it."""
+    lower = name.lower()
+    return lower in RECORD_FILES or is_env_file(lower) or lower.endswith(".ckpt")
 
 
 def _lookup(record: dict[str, Any], dotted: str) -> Any:
@@ -315,7 +335,14 @@ def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> F
                 notes.append(f"{source}: larger than {TEXT_MAX} bytes; not read")
                 return {}
             with open(path, "rb") as f:
-                return from_record(json.loads(f.read()), source, key_map, notes)
+                record = json.loads(f.read())
+            found = from_record(record, source, key_map, notes)
+            if lower in CONFIG_FILES and "config" not in found and _usable("config", record):
+                found["config"] = (record, f"{source}:(the whole file)")
+            return found
+        if lower == "training_args.bin":
+            notes.append(f"{source}: a pickle (TrainingArguments); not read without torch")
+            return {}
         if lower.endswith(".ckpt"):
             return from_pickle(path, source, notes)
         if lower in ("hparams.yaml", "hparams.yml"):
