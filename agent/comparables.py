@@ -63,6 +63,14 @@ STATIC: tuple[Comparable, ...] = (
         derived=("checkpoints", (*RECORDED, "transformers")),
     ),
     Comparable(
+        "lightning.version",
+        "Lightning version",
+        "pyenv",
+        # A .ckpt records the version of the Lightning package that wrote it.
+        ("packages", "@name=lightning", "version"),
+        derived=("checkpoints", (*RECORDED, "lightning")),
+    ),
+    Comparable(
         "torch.holds_compiling_flag",
         "compilation holds torch's compiling flag",
         "torch_source",
@@ -125,6 +133,7 @@ ENVIRONMENT_KEYS = (
     "torch.cuda",
     "triton.version",
     "transformers.version",
+    "lightning.version",
     "torch.holds_compiling_flag",
     "torch.changed_files",
 )
@@ -136,6 +145,7 @@ VERSION_KEYS = (
     "torch.cuda",
     "triton.version",
     "transformers.version",
+    "lightning.version",
 )
 
 

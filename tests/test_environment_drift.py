@@ -54,6 +54,7 @@ def pyenv(torch: str | None = TORCH, python: str = "3.11.7") -> dict[str, Any]:
         else {"version": torch, "git_version": "abc1234", "cuda": None},
         "triton": None,
         "key_packages": {"transformers": "4.57.1"},
+        "packages": [{"name": "lightning", "version": "2.6.6"}],
     }
 
 
@@ -86,6 +87,12 @@ CASES: list[tuple[str, list[tuple[str, dict[str, Any] | None, str | None]], str 
         [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"torch": "2.13.0+cu130"}), None)],
         "verified",
         "one release in different builds",
+    ),
+    (
+        "a Lightning checkpoint from another Lightning",
+        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"lightning": "2.5.0"}), None)],
+        "verified",
+        "Lightning version (baseline) = '2.5.0'",
     ),
     (
         "same versions",
