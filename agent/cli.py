@@ -16,6 +16,7 @@ from rich.table import Table
 from agent import __version__, guided
 from agent.demo import run_demo
 from agent.facts import Ledger
+from agent.fix_site import site_for
 from agent.fixes import adapt
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
@@ -31,7 +32,7 @@ from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
 from agent.summaries import summarize
 from agent.targets import Resolved, resolve_target
-from playbooks import TrainerSite, default_playbooks
+from playbooks import default_playbooks
 from playbooks.base import FixPlan
 from tools.bundle import PROBES
 from tools.errors import DoctorError, UsageError
@@ -197,6 +198,7 @@ def facts(
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     probes = _probe_list(only)
     _say_settings(resolved)
+    _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
     )
@@ -244,6 +246,11 @@ def _say_settings(resolved: Resolved) -> None:
     typer.echo(f"settings: {resolved.settings}", err=True)
 
 
+def _say_settings(resolved: Resolved) -> None:
+    """Which profile (or none) the command runs with: a --config never applies silently."""
+    typer.echo(f"settings: {resolved.settings}", err=True)
+
+
 def _probe_list(only: str | None) -> frozenset[str] | None:
     if not only:
         return None
@@ -283,6 +290,7 @@ def snapshot(
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     store = baseline_store()
     store.path(name)  # a bad name fails before anything runs
+    _say_settings(resolved)
     _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
@@ -353,6 +361,7 @@ def diagnose(
     if baseline is not None:
         baseline_store().load(baseline)  # an unknown baseline fails before anything runs
     _say_settings(resolved)
+    _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
     )
@@ -407,14 +416,11 @@ def _drive(
     try:
         transport = session.target(session.config.target)
         spec = session.config.spec
-        # Fixes need to know where the trainer lives: its workspace (launch file, pid file,
-        # logs). Without one, the diagnosis still runs and no playbook is offered.
+        # Fixes need to know where the trainer lives: its workspace, launch and logs, from
+        # the profile and the facts when a plan is made (agent.fix_site). Without a
+        # workspace, the diagnosis still runs and no playbook is offered.
         playbooks = (
-            adapt(
-                default_playbooks(),
-                TrainerSite.for_workspace(spec.workspace, spec.interpreter),
-                transport,
-            )
+            adapt(default_playbooks(), site_for(spec, transport), transport)
             if spec.workspace
             else {}
         )

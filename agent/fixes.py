@@ -3,8 +3,9 @@ graph offers, with the baseline throughput it must reach taken from the cited di
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from agent.fix_site import measure_for
 from agent.rules.base import Evidence
 from agent.throughput import primary_entry
 from playbooks import FixOutcome, FixPlan, Remote, TrainerSite, Transaction
@@ -16,7 +17,7 @@ class PlaybookAdapter:
     def __init__(
         self,
         playbook: Playbook,
-        site: TrainerSite,
+        site: TrainerSite | Callable[[Evidence], TrainerSite],
         transport: Transport,
         *,
         min_ratio: float = 0.9,
@@ -25,18 +26,22 @@ class PlaybookAdapter:
         self.playbook = playbook
         self.name = playbook.name
         self.requires = playbook.requires
+        # A site built from the facts (agent.fix_site) is built again for each plan and
+        # apply: the same facts give the same site.
         self.site = site
-        self.remote = Remote(transport, interpreter=site.interpreter)
+        self.transport = transport
         self.min_ratio = min_ratio
         self.run_timeout = run_timeout
 
     def _transaction(self, evidence: Evidence) -> Transaction:
         speed = primary_entry(evidence.diff)
         baseline = speed.baseline_value if speed is not None else None
+        site = self.site if isinstance(self.site, TrainerSite) else self.site(evidence)
         return Transaction(
             self.playbook,
-            self.site,
-            self.remote,
+            site,
+            Remote(self.transport, interpreter=site.interpreter),
+            measure=measure_for(evidence),
             baseline_tok_s=float(baseline) if isinstance(baseline, int | float) else None,
             min_ratio=self.min_ratio,
             run_timeout=self.run_timeout,
@@ -50,6 +55,9 @@ class PlaybookAdapter:
 
 
 def adapt(
-    playbooks: Sequence[Playbook], site: TrainerSite, transport: Transport, **kw: float
+    playbooks: Sequence[Playbook],
+    site: TrainerSite | Callable[[Evidence], TrainerSite],
+    transport: Transport,
+    **kw: float,
 ) -> dict[str, PlaybookAdapter]:
     return {p.name: PlaybookAdapter(p, site, transport, **kw) for p in playbooks}

@@ -270,13 +270,21 @@ def probe_more(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
 def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     doctor = runtime.context
     chosen = state.choice.playbook if state.choice and state.choice.action == "fix" else None
-    playbook = doctor.playbooks[chosen or state.offered[0]]
-    try:
-        plan = playbook.plan(_evidence(state, doctor))
-    except DoctorError as exc:
-        # A fix that cannot even be planned (no launch file, say) is reported, not fatal:
-        # the diagnosis stands on its own.
-        return {"plan_error": f"{playbook.name}: {exc}"}
+    # Without a choice every offered fix is planned: the first that can be is the plan,
+    # each that cannot apply to this trainer (no launch file, an option the trainer
+    # lacks) is reported with its reason, not fatal: the diagnosis stands on its own.
+    planned = []
+    refused = []
+    for name in [chosen] if chosen else state.offered:
+        candidate = doctor.playbooks[name]
+        try:
+            planned.append((candidate, candidate.plan(_evidence(state, doctor))))
+        except DoctorError as exc:
+            refused.append(f"{candidate.name}: {exc}")
+    if not planned:
+        return {"plan_error": "; ".join(refused)}
+    playbook, plan = planned[0]
+    not_offered = "; ".join(refused) or None
     # The plan answers the verified hypothesis that unlocked it (the best-ranked one), and
     # says so: never a kind the facts did not verify.
     answered = next(
@@ -292,7 +300,7 @@ def plan_fix(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     plan = plan.model_copy(update={"hypothesis": answered})
     material = {"plan": plan.model_dump(exclude={"digest"}), "facts": sorted(state.facts)}
     digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-    return {"plan": plan.model_copy(update={"digest": digest})}
+    return {"plan": plan.model_copy(update={"digest": digest}), "plan_error": not_offered}
 
 
 def route_after_plan(state: DiagnosisState) -> Literal["approve", "report"]:

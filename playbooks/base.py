@@ -26,15 +26,17 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import statistics
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from playbooks.remote import ApplyError, Remote
+from tools.parsers.trainlog import summarize
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
@@ -79,17 +81,29 @@ class FixOutcome(BaseModel):
 
 @dataclass(frozen=True)
 class TrainerSite:
-    """Where a trainer lives on its target and how it is started."""
+    """Where a trainer lives on its target and how it is started (see ``playbooks.site``
+    for building one from a profile or from the running trainer process)."""
 
     workspace: str
-    launch_file: str  # a shell script whose command line the playbooks edit
+    launch_file: str  # a shell script whose ``exec`` line the playbooks edit
     pid_file: str
     train_log: str
     stdout_log: str
     interpreter: str = "python3"
+    # Where the launch came from, for the plan: "the profile's launch file …", "the
+    # running trainer (process N): its command line, working directory and environment".
+    launch_source: str = ""
+    # The launch script the doctor wrote from a launch *command* (the profile's, or the
+    # running process's): ``launch_file`` is then the doctor's own and does not exist
+    # until a fix writes it; this text is how the trainer was started before.
+    launch_text: str | None = None
+    cwd: str | None = None  # where the trainer starts (default: the workspace)
+    trainer_pid: int | None = None  # the running trainer the processes probe saw
 
     @classmethod
     def for_workspace(cls, workspace: str, interpreter: str = "python3") -> TrainerSite:
+        """The reference trainer's layout (examples/dflash_trainer): its own launch.sh,
+        train.pid and checkpoints/ logs. Any other trainer: ``playbooks.site``."""
         ws = workspace.rstrip("/")
         return cls(
             workspace=ws,
@@ -98,11 +112,35 @@ class TrainerSite:
             train_log=f"{ws}/checkpoints/train_log.jsonl",
             stdout_log=f"{ws}/checkpoints/train_stdout.log",
             interpreter=interpreter,
+            launch_source=f"the launch file {ws}/launch.sh",
         )
 
     @property
     def state_dir(self) -> str:
         return f"{self.workspace}/.dflash-doctor"
+
+    @property
+    def start_dir(self) -> str:
+        return self.cwd or self.workspace
+
+    def argv_before(self) -> list[str]:
+        """How the trainer was started before any fix: to restart it "as it was"."""
+        if self.launch_text is not None:
+            return ["sh", "-c", self.launch_text]
+        return ["sh", self.launch_file]
+
+
+_HEAD = 4096  # bytes of a log compared to tell whether a restart began it afresh
+
+# What the restarted run's train-log records are judged by: given the new window's
+# summary (``tools.parsers.trainlog.summarize``), the tokens/s the baseline is for.
+Measure = Callable[[dict[str, Any]], float | None]
+
+
+def overall_median(summary: dict[str, Any]) -> float | None:
+    """The window's median tokens/s over all its records (no subject known)."""
+    value = (summary.get("throughput") or {}).get("median")
+    return float(value) if isinstance(value, int | float) else None
 
 
 class Playbook(Protocol):
@@ -137,6 +175,7 @@ class Transaction:
     # serialized: the second starts only after the first let go, and then finds the
     # fix already there (or the target changed) instead of overlapping it.
     lock_wait: float = 1800.0
+    measure: Measure = overall_median
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     events: list[str] = field(default_factory=list)
@@ -145,8 +184,11 @@ class Transaction:
 
     def plan(self) -> FixPlan:
         changes = self.playbook.changes(self.site, self.remote)
+        launch = f"the launch file {self.site.launch_file}"
+        if self.site.launch_source:
+            launch += f" (from {self.site.launch_source})"
         steps = [f"change {c.path}" + (f": {c.why}" if c.why else "") for c in changes] + [
-            "restart the trainer from the launch file",
+            f"restart the trainer from {launch}",
             "wait for its fresh log lines",
             f"require: no new {self.playbook.signature.text!r} lines"
             + ("" if self.playbook.signature == FX_TRACE else f" nor {FX_ERROR!r} lines")
@@ -255,7 +297,7 @@ class Transaction:
                 status="aborted",
                 detail=f"could not back up before changing anything: {exc}",
             )
-        was_running = self.remote.running_pid(self.site.pid_file)
+        was_running = self._running()
         observations: dict[str, float | int | str | None] = {}
         try:
             for change in plan.changes:
@@ -276,6 +318,21 @@ class Transaction:
             observations=observations,
         )
 
+    def _running(self) -> int | None:
+        """The trainer's pid: from the pid file, else the process the probes saw."""
+        pid = self.remote.running_pid(self.site.pid_file)
+        if pid is None and self.site.trainer_pid is not None:
+            pid = self.site.trainer_pid if self.remote.alive(self.site.trainer_pid) else None
+        return pid
+
+    def _start(self, argv: list[str]) -> int:
+        pid = self.remote.start(
+            argv, cwd=self.site.start_dir, log=f"{self.site.state_dir}/launch.log"
+        )
+        # The doctor's own record of what it started: a launch file need not write one.
+        self.remote.write(self.site.pid_file, f"{pid}\n".encode())
+        return pid
+
     def _backup(self, plan: FixPlan) -> dict[str, bytes | None]:
         backups: dict[str, bytes | None] = {}
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
@@ -292,34 +349,16 @@ class Transaction:
     def _restart_and_observe(self, was_running: int | None) -> dict[str, float | int | str | None]:
         if was_running is not None:
             self.remote.stop(was_running)
-        log_offset = self.remote.size(self.site.stdout_log)
-        train_offset = self.remote.size(self.site.train_log)
+        log_offset = self._mark(self.site.stdout_log)
+        train_offset = self._mark(self.site.train_log)
         started = self.clock()
-        pid = self.remote.start(
-            ["sh", self.site.launch_file],
-            cwd=self.site.workspace,
-            log=f"{self.site.state_dir}/launch.log",
-        )
+        pid = self._start(["sh", self.site.launch_file])
         finished = self.remote.wait(pid, self.run_timeout)
         if not finished:
             self.remote.stop(pid)
-        new_log = self.remote.read_from(self.site.stdout_log, log_offset).decode(errors="replace")
-        new_records = self.remote.read_from(self.site.train_log, train_offset).decode(
-            errors="replace"
-        )
-        speeds = []
-        for line in new_records.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if record.get("role") == "drafter" and isinstance(
-                record.get("tokens_per_s"), int | float
-            ):
-                speeds.append(float(record["tokens_per_s"]))
-        # Every drafter line counts, the first (start-up compiles) included: the baseline
-        # it is compared with (the train-log probe's median) counts its first line too.
-        steady = speeds
+        new_log = self._since(self.site.stdout_log, log_offset).decode(errors="replace")
+        window = window_summary(self._since(self.site.train_log, train_offset), self.site.train_log)
+        records = window.get("records")
         signature = self.playbook.signature
         return {
             "restarted_at": started,
@@ -327,16 +366,29 @@ class Transaction:
             "new_fx_errors": new_log.count(FX_ERROR),
             "signature": signature.label,
             "new_signature_lines": new_log.count(signature.text),
-            "new_drafter_records": len(speeds),
-            "drafter_tok_s": statistics.median(steady) if steady else None,
+            "new_drafter_records": records if isinstance(records, int) else 0,
+            "drafter_tok_s": self.measure(window),
             "baseline_tok_s": self.baseline_tok_s,
             "min_ratio": self.min_ratio,
             "run_finished": int(finished),
         }
 
+    def _mark(self, path: str) -> tuple[int, bytes]:
+        """Where ``path`` ends now, and its first bytes (to tell a file started afresh)."""
+        size = self.remote.size(path)
+        return size, self.remote.read_from(path, 0, _HEAD) if size else b""
+
+    def _since(self, path: str, mark: tuple[int, bytes]) -> bytes:
+        """What the restarted run wrote to ``path``: past the mark, or the whole file when
+        the run started it afresh (truncated or replaced: its first bytes differ)."""
+        offset, head = mark
+        if offset and self.remote.read_from(path, 0, len(head)) != head:
+            offset = 0
+        return self.remote.read_from(path, offset)
+
     def _verdict(self, obs: dict[str, float | int | str | None]) -> tuple[bool, str]:
         if not obs.get("new_drafter_records"):
-            return False, "no fresh drafter log lines after the restart"
+            return False, "no fresh train-log records after the restart"
         if obs.get("new_fx_errors"):
             return False, f"the FX-trace error came back {obs['new_fx_errors']} time(s)"
         if obs.get("new_signature_lines"):
@@ -376,14 +428,21 @@ class Transaction:
             if data is None and self.remote.sha256(path) is not None:
                 self.remote.write(path, b"")  # emptied: the launch file no longer names it
         if was_running is not None:
-            self.remote.start(
-                ["sh", self.site.launch_file],
-                cwd=self.site.workspace,
-                log=f"{self.site.state_dir}/launch.log",
-            )
+            self._start(self.site.argv_before())
         return (
             "rolled back: restored "
             + ", ".join(restored)
             + " byte-identical"
             + ("; trainer restarted as before" if was_running is not None else "")
         )
+
+
+def window_summary(data: bytes, log_path: str) -> dict[str, Any]:
+    """The train-log summary (the trainlog probe's own parser, whatever the log's
+    format) of the records a restarted run wrote; ``log_path`` names the format."""
+    suffix = os.path.basename(log_path)
+    with tempfile.NamedTemporaryFile(suffix=f"-{suffix}") as fh:
+        fh.write(data)
+        fh.flush()
+        with open(fh.name, "rb", buffering=0) as raw:
+            return summarize(raw)

@@ -1,18 +1,22 @@
 """lock-warmup: serialize compilation against compiled calls with a process-wide lock and
 warm every (device, shape) before the worker threads start.
 
-Two routes: the trainer's own knob where it has one (the reference trainer's
-``--compile-lock``: the lock *and* the serial warm-up), or, for a threaded trainer with
-none, the start-up hook in ``compile_lock_hook`` (the lock, without editing the trainer's
-source; it cannot warm shapes it does not know).
+Two routes: the trainer's own knob where it declares one (``--compile-lock`` by default:
+the lock *and* the serial warm-up), or, for a threaded trainer with none, the start-up
+hook in ``compile_lock_hook`` (the lock, without editing the trainer's source; it cannot
+warm shapes it does not know). Whether the trainer declares the knob is read from its own
+code (``Remote.knob``: the script its launch line runs and the modules that script
+imports from its tree), never assumed.
 """
 
 from __future__ import annotations
 
 from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
 from playbooks.compile_lock_hook import HOOK_SOURCE
-from playbooks.launch import with_env, with_flag
+from playbooks.launch import current, exec_words, trainer_script, with_env, with_flag
 from playbooks.remote import Remote
+
+HOOK_ENV = "DFLASH_DOCTOR_COMPILE_LOCK"
 
 
 class LockWarmup:
@@ -25,9 +29,10 @@ class LockWarmup:
         self.knob = knob
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
-        before_sha = remote.sha256(site.launch_file)
-        text = remote.read(site.launch_file).decode()
-        if self.knob is not None:
+        text, before_sha = current(site, remote)
+        script = trainer_script(text, site.launch_file, site.start_dir)
+        declared = remote.knob(script, self.knob) if self.knob and script else None
+        if self.knob is not None and declared is not None:
             after = with_flag(text, site.launch_file, self.knob)
             if after == text:
                 return []
@@ -37,15 +42,26 @@ class LockWarmup:
                     before_sha256=before_sha,
                     after=after,
                     diff=unified(site.launch_file, text, after),
+                    why=f"the trainer declares {self.knob} ({declared})",
                 )
             ]
         hook_dir = f"{site.state_dir}/hook"
         hook = f"{hook_dir}/sitecustomize.py"
         after = with_env(
-            text, site.launch_file, {"PYTHONPATH": hook_dir, "DFLASH_DOCTOR_COMPILE_LOCK": "1"}
+            text,
+            site.launch_file,
+            {"PYTHONPATH": _first_on_path(hook_dir, text, site.launch_file), HOOK_ENV: "1"},
         )
         hook_sha = remote.sha256(hook)
         hook_text = remote.read(hook).decode() if hook_sha else ""
+        if self.knob is None:
+            why = "the hook route (no knob asked for)"
+        else:
+            why = (
+                f"the trainer declares no {self.knob} (not in {script or 'its launch line'} "
+                "nor in the modules it imports from its tree): the start-up hook wraps "
+                "torch.compile with the lock instead"
+            )
         out = []
         if hook_text != HOOK_SOURCE:
             out.append(
@@ -54,6 +70,7 @@ class LockWarmup:
                     before_sha256=hook_sha,
                     after=HOOK_SOURCE,
                     diff=unified(hook, hook_text, HOOK_SOURCE),
+                    why="the compile-lock start-up hook",
                 )
             )
         if after != text:
@@ -63,6 +80,22 @@ class LockWarmup:
                     before_sha256=before_sha,
                     after=after,
                     diff=unified(site.launch_file, text, after),
+                    why=why,
                 )
             )
         return out
+
+
+def _first_on_path(hook_dir: str, text: str, path: str) -> str:
+    """PYTHONPATH with the hook's directory first, the trainer's own entries kept."""
+    words = exec_words(text, path)[1:]
+    current = ""
+    if words and words[0] == "env":
+        for word in words[1:]:
+            key, sep, value = word.partition("=")
+            if not sep or word.startswith("-"):
+                break
+            if key == "PYTHONPATH":
+                current = value
+    entries = [e for e in current.split(":") if e and e != hook_dir]
+    return ":".join([hook_dir, *entries])

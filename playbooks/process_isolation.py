@@ -1,12 +1,14 @@
 """process-isolation: one process per device, so torch's process-global tracing flags are
-no longer shared between the devices' compilations and calls. The launch file declares how
-(the reference trainer: ``--workers processes``)."""
+no longer shared between the devices' compilations and calls. Only the trainer can do
+that, through an option of its own (``--workers processes`` by default): the playbook
+applies where the trainer's code declares that option and value (``Remote.knob``), and
+is not offered, saying why, where it does not."""
 
 from __future__ import annotations
 
 from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
-from playbooks.launch import with_flag
-from playbooks.remote import Remote
+from playbooks.launch import current, trainer_script, with_flag
+from playbooks.remote import ApplyError, Remote
 
 
 class ProcessIsolation:
@@ -20,8 +22,15 @@ class ProcessIsolation:
         self.value = value
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
-        before_sha = remote.sha256(site.launch_file)
-        text = remote.read(site.launch_file).decode()
+        text, before_sha = current(site, remote)
+        script = trainer_script(text, site.launch_file, site.start_dir)
+        declared = remote.knob(script, self.flag, self.value) if script else None
+        if declared is None:
+            raise ApplyError(
+                f"the trainer declares no {self.flag} {self.value} option (not in "
+                f"{script or 'its launch line'} nor in the modules it imports from its "
+                "tree): only the trainer can run one process per device"
+            )
         after = with_flag(text, site.launch_file, self.flag, self.value)
         if after == text:
             return []
@@ -31,5 +40,6 @@ class ProcessIsolation:
                 before_sha256=before_sha,
                 after=after,
                 diff=unified(site.launch_file, text, after),
+                why=f"the trainer declares {self.flag} {self.value} ({declared})",
             )
         ]

@@ -81,6 +81,77 @@ try:
             out = {"pid": pid, "alive": True}
         except (OSError, ValueError, IndexError):
             out = {"pid": None, "alive": False}
+    elif kind == "alive":
+        try:
+            os.kill(op["pid"], 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        out = {"alive": alive}
+    elif kind == "stdio":
+        # Where a running process's stdout and stderr go: a regular file, or None (a
+        # pipe, a terminal, /dev/null: nothing to keep writing to).
+        out = {}
+        for fd in ("1", "2"):
+            try:
+                path = os.readlink("/proc/%d/fd/%s" % (op["pid"], fd))
+            except OSError:
+                path = None
+            if path is not None and (not path.startswith("/") or not os.path.isfile(path)):
+                path = None
+            out[fd] = path
+    elif kind == "knob":
+        # Is FLAG (and VALUE) a string literal in the trainer's script or in the modules
+        # it imports from its own tree (its directory, the directories it puts on
+        # sys.path)? That is where an argparse/click option is declared. Nothing is run.
+        import ast
+        roots = [os.path.dirname(os.path.abspath(op["script"]))]
+        todo, seen, found = [os.path.abspath(op["script"])], [], None
+        while todo and len(seen) < 300:
+            path = todo.pop(0)
+            if path in seen:
+                continue
+            seen.append(path)
+            try:
+                with open(path, "rb") as fh:
+                    tree = ast.parse(fh.read())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            strings = set()
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                    strings.add(n.value)
+                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and n.func.attr in ("insert", "append") and n.args
+                        and isinstance(n.args[-1], ast.Constant)
+                        and isinstance(n.args[-1].value, str)):
+                    roots.append(n.args[-1].value)
+            if op["flag"] in strings and (op.get("value") is None or op["value"] in strings):
+                found = path
+                break
+            here = os.path.dirname(path)
+            for n in ast.walk(tree):
+                names, bases = [], roots
+                if isinstance(n, ast.Import):
+                    names = [a.name for a in n.names]
+                elif isinstance(n, ast.ImportFrom):
+                    stem = n.module or ""
+                    names = [stem + "." + a.name if stem else a.name for a in n.names]
+                    names = names + ([stem] if stem else [])
+                    if n.level:
+                        up = here
+                        for _ in range(n.level - 1):
+                            up = os.path.dirname(up)
+                        bases = [up]
+                for name in names:
+                    for base in bases:
+                        cand = os.path.join(base, *name.split("."))
+                        for f in (cand + ".py", os.path.join(cand, "__init__.py")):
+                            if os.path.isfile(f) and f not in seen:
+                                todo.append(f)
+        out = {"found": found, "searched": len(seen)}
     elif kind == "stop":
         pid = op["pid"]
         try:
@@ -176,6 +247,20 @@ class Remote:
     def running_pid(self, pid_file: str) -> int | None:
         answer = self._op(op="pid", path=pid_file)
         return int(answer["pid"]) if answer["alive"] else None
+
+    def alive(self, pid: int) -> bool:
+        return bool(self._op(op="alive", pid=pid)["alive"])
+
+    def stdio(self, pid: int) -> dict[str, str | None]:
+        """The files ``pid``'s stdout ("1") and stderr ("2") are written to, if files."""
+        answer = self._op(op="stdio", pid=pid)
+        return {fd: answer.get(fd) for fd in ("1", "2")}
+
+    def knob(self, script: str, flag: str, value: str | None = None) -> str | None:
+        """The file of the trainer's own code (``script`` and the modules it imports from
+        its tree) that declares ``flag`` (with ``value`` among its literals), or None."""
+        found = self._op(op="knob", script=script, flag=flag, value=value)["found"]
+        return None if found is None else str(found)
 
     def stop(self, pid: int, timeout: float = 60.0) -> bool:
         """SIGTERM (the trainer checkpoints and exits), SIGKILL after ``timeout``."""

@@ -1,0 +1,120 @@
+"""The graph's side of a fix's target: the ``TrainerSite`` (playbooks.site) a playbook
+acts on, built from the profile and the session's facts, and what the restarted run's
+throughput is judged by.
+
+The launch is the profile's (file or command), else the running trainer's (the processes
+fact: command line, working directory, environment; the interpreter fact: its Python),
+else a launch file the workspace discovery found (the layout fact) — never a fixed name.
+The train and stdout logs are the sweep's, else the layout fact's first candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from agent.rules.base import Evidence
+from agent.throughput import subject
+from playbooks import Remote, TrainerSite
+from playbooks.base import Measure, overall_median
+from playbooks.remote import ApplyError
+from playbooks.site import running_trainer, site
+from tools.bundle import SweepSpec
+from tools.transport.base import Transport
+
+__all__ = ["measure_for", "site_for"]
+
+
+def _first(candidates: object) -> str | None:
+    if not isinstance(candidates, list) or not candidates:
+        return None
+    path = candidates[0].get("path") if isinstance(candidates[0], dict) else None
+    return str(path) if path else None
+
+
+def _trainer_python(evidence: Evidence, pid: int) -> str | None:
+    """The interpreter fact's path when discovery chose it as that process's."""
+    chosen = evidence.value("interpreter")
+    if not isinstance(chosen, dict) or not chosen.get("discovered"):
+        return None
+    for candidate in chosen.get("candidates") or []:
+        if candidate.get("verdict") == "running trainer" and str(
+            candidate.get("source", "")
+        ).startswith(f"process {pid}:"):
+            return str(candidate["path"])
+    return None
+
+
+def _launch_file(evidence: Evidence, remote: Remote) -> str | None:
+    """The first launch file workspace discovery found that starts the trainer with an
+    ``exec`` line (the one line a playbook edits)."""
+    candidates = evidence.value("layout", "launch_files")
+    for candidate in candidates if isinstance(candidates, list) else []:
+        path = candidate.get("path") if isinstance(candidate, dict) else None
+        if not path:
+            continue
+        try:
+            text = remote.read(str(path)).decode(errors="replace")
+        except ApplyError:
+            continue
+        if any(line.lstrip().startswith("exec ") for line in text.splitlines()):
+            return str(path)
+    return None
+
+
+def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], TrainerSite]:
+    """The site of the trainer ``spec`` sweeps, from the facts a plan is made from."""
+
+    def build(evidence: Evidence) -> TrainerSite:
+        process = running_trainer(evidence.value("processes"), spec.workspace)
+        workspace = spec.workspace or (str(process["cwd"]) if process else None)
+        if not workspace:
+            raise ApplyError("no workspace known for the trainer (--workspace or the profile)")
+        remote = Remote(transport, interpreter=spec.interpreter)
+        train_log = spec.train_log or _first(evidence.value("layout", "train_logs"))
+        stdout_log = spec.stdout_log or _first(evidence.value("layout", "stdout_logs"))
+        launch = spec.launch
+        if launch is None and process is None:
+            launch = _launch_file(evidence, remote)
+        python = stdio = None
+        if launch is None and process is not None:
+            python = _trainer_python(evidence, int(process["pid"]))
+            stdio = remote.stdio(int(process["pid"]))
+        found = site(
+            workspace=workspace,
+            train_log=train_log,
+            stdout_log=stdout_log,
+            interpreter=spec.interpreter,
+            launch=launch,
+            process=process,
+            python=python,
+            stdio=stdio,
+        )
+        if launch is not None and spec.launch is None:
+            # Not the profile's: say where it was found.
+            found = replace(
+                found, launch_source=f"the launch file {launch} (found in the workspace)"
+            )
+        return found
+
+    return build
+
+
+def measure_for(evidence: Evidence) -> Measure:
+    """The restarted run's tokens/s, read as the diagnosis read the run's own: the same
+    series (agent.throughput's subject) in the new window's summary."""
+    found = subject(evidence.latest("trainlog"))
+    if found is None:
+        return overall_median
+    path = found.path
+
+    def measure(summary: dict[str, Any]) -> float | None:
+        value: Any = summary
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                return None
+            value = value[key]
+        return float(value) if isinstance(value, int | float) else None
+
+    return measure

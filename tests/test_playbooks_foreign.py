@@ -1,0 +1,267 @@
+"""The playbooks on a trainer that is not the reference one (tests/user_threaded_train.py):
+its own files, log format and launch command, several threads each calling
+``torch.compile``d code, and torch's FX-trace error killing one of them.
+
+The launch comes from the profile's launch command, or from the running trainer process
+(its command line, working directory, environment and where its output goes); the plan
+says which. lock-warmup takes the start-up hook route (the trainer declares no compile
+lock) with the same transaction as everywhere: plan writes nothing, re-check, backup,
+verification, rollback. process-isolation is not offered: the trainer has no option to
+run its workers as processes. What is asserted is deterministic: what was written, that
+the lock was injected, that torch's FX-trace error is gone, never a throughput ratio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
+from playbooks.base import FX_ERROR, FileChange, unified
+from playbooks.launch import current, with_flag
+from playbooks.remote import ApplyError
+from playbooks.site import running_trainer, site
+from tools.bundle import SweepSpec, sweep
+from tools.transport import LocalTransport
+
+pytestmark = [pytest.mark.timeout(600)]
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = Path(__file__).with_name("user_threaded_train.py")
+RACE = ["--steps", "30", "--lengths", "16,32", "--old-torch-race"]
+
+
+@dataclass(frozen=True)
+class UserRun:
+    ws: Path
+    command: str  # the user's own launch command
+
+    @property
+    def console(self) -> Path:
+        return self.ws / "logs" / "console.txt"
+
+    @property
+    def metrics(self) -> Path:
+        return self.ws / "logs" / "metrics.txt"
+
+
+def _command(ws: Path, *flags: str) -> str:
+    """How the user starts it: from a shell, no launch file, its own PYTHONPATH."""
+    run = shlex.join([sys.executable, "train_threads.py", *flags])
+    return f"cd {shlex.quote(str(ws))} && PYTHONPATH={REPO} {run} > logs/console.txt 2>&1"
+
+
+def _raced(dest: Path) -> UserRun:
+    """A workspace whose run died of the race (redone, at most twice, in the rare run
+    where no thread called its compiled step while another compiled)."""
+    for _ in range(3):
+        shutil.rmtree(dest, ignore_errors=True)
+        (dest / "logs").mkdir(parents=True)
+        shutil.copy(SCRIPT, dest / "train_threads.py")
+        run = UserRun(dest, _command(dest, *RACE))
+        subprocess.run(["sh", "-c", run.command], timeout=300, check=False)
+        if FX_ERROR in run.console.read_text():
+            return run
+    raise AssertionError(f"the race did not happen in 3 runs: {run.console.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def raced_once(tmp_path_factory: pytest.TempPathFactory) -> UserRun:
+    return _raced(tmp_path_factory.mktemp("user-race") / "ws")
+
+
+@pytest.fixture
+def raced(raced_once: UserRun, tmp_path: Path) -> UserRun:
+    """A copy of the raced workspace for a test that may change it."""
+    dest = tmp_path / "ws"
+    shutil.copytree(raced_once.ws, dest)
+    return UserRun(dest, raced_once.command.replace(str(raced_once.ws), str(dest)))
+
+
+def _site(run: UserRun, launch: str | None) -> TrainerSite:
+    return site(
+        workspace=str(run.ws),
+        train_log=str(run.metrics),
+        stdout_log=str(run.console),
+        interpreter=sys.executable,
+        launch=launch,
+    )
+
+
+def _remote() -> Remote:
+    return Remote(LocalTransport(), interpreter=sys.executable)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tree(ws: Path) -> dict[str, str]:
+    return {str(p.relative_to(ws)): _sha(p) for p in sorted(ws.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_plan_from_the_profiles_launch_command_writes_nothing(raced: UserRun) -> None:
+    """The command becomes the doctor's own launch file (not written by a plan); the
+    trainer declares no --compile-lock, so the plan takes the hook route and says why."""
+    before = _tree(raced.ws)
+    the_site = _site(raced, raced.command)
+    assert the_site.launch_source == "the profile's launch command"
+    assert the_site.launch_file == f"{raced.ws}/.dflash-doctor/launch.sh"
+    plan = Transaction(LockWarmup(), the_site, _remote(), baseline_tok_s=1.0).plan()
+    assert _tree(raced.ws) == before
+    paths = {c.path: c for c in plan.changes}
+    assert set(paths) == {the_site.launch_file, f"{raced.ws}/.dflash-doctor/hook/sitecustomize.py"}
+    launch = paths[the_site.launch_file]
+    assert launch.before_sha256 is None
+    assert f"the trainer declares no --compile-lock (not in {raced.ws}/train_threads.py" in (
+        launch.why
+    )
+    # The user's PYTHONPATH stays, after the hook's directory; the redirection is kept.
+    assert f"PYTHONPATH={raced.ws}/.dflash-doctor/hook:{REPO}" in launch.after
+    assert "DFLASH_DOCTOR_COMPILE_LOCK=1" in launch.after
+    assert "exec >logs/console.txt 2>&1" in launch.after
+    assert any("from the profile's launch command" in step for step in plan.steps)
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_process_isolation_is_not_offered_for_lack_of_the_option(raced: UserRun) -> None:
+    """Its --workers is a thread count: no 'processes' value is declared anywhere in its
+    code, so the playbook refuses with the one-line reason, planning nothing."""
+    with pytest.raises(ApplyError) as refused:
+        Transaction(ProcessIsolation(), _site(raced, raced.command), _remote(), 1.0).plan()
+    message = str(refused.value)
+    assert message == (
+        f"the trainer declares no --workers processes option (not in {raced.ws}/"
+        "train_threads.py nor in the modules it imports from its tree): only the trainer "
+        "can run one process per device"
+    )
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_the_hook_route_fixes_the_race_on_the_user_trainer(raced: UserRun) -> None:
+    """Applied: the trainer restarted from the doctor's launch file with the hook on
+    PYTHONPATH, no FX-trace error in its fresh console lines, its own script untouched;
+    a second apply changes nothing."""
+    script = _sha(raced.ws / "train_threads.py")
+    the_site = _site(raced, raced.command)
+    tx = Transaction(LockWarmup(), the_site, _remote(), baseline_tok_s=1.0, run_timeout=300)
+    outcome = tx.apply(tx.plan())
+    assert outcome.status == "applied", outcome
+    assert outcome.observations["new_fx_errors"] == 0
+    assert outcome.observations["new_drafter_records"]
+    console = raced.console.read_text()
+    assert "dflash-doctor compile-lock hook active" in console
+    assert FX_ERROR not in console  # the run's redirection started the file afresh
+    assert _sha(raced.ws / "train_threads.py") == script
+    again = Transaction(LockWarmup(), the_site, _remote(), baseline_tok_s=1.0)
+    assert again.apply(again.plan()).status == "already_applied"
+
+
+class _Ineffective:
+    """A change that does not address the race: one more step."""
+
+    name = "ineffective"
+    requires = frozenset({"fx_trace_race"})
+    answers = "fx_trace_race"
+    signature = LockWarmup.signature
+
+    def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
+        text, before = current(site, remote)
+        after = with_flag(text, site.launch_file, "--steps", "31")
+        return [
+            FileChange(
+                path=site.launch_file,
+                before_sha256=before,
+                after=after,
+                diff=unified(site.launch_file, text, after),
+            )
+        ]
+
+
+@pytest.fixture
+def running(raced: UserRun) -> Iterator[subprocess.Popen[bytes]]:
+    """The user's trainer, running (started by its own command, as the user did)."""
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "PYTHONPATH": str(REPO)}
+    with raced.console.open("wb") as console:
+        proc = subprocess.Popen(
+            [sys.executable, "train_threads.py", *RACE],
+            cwd=raced.ws,
+            env=env,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 20
+    while (
+        time.monotonic() < deadline
+        and b"train_threads" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    ):
+        time.sleep(0.05)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _from_the_process(run: UserRun) -> TrainerSite:
+    spec = SweepSpec(
+        workspace=str(run.ws),
+        process_match=("train_threads.py",),
+        discover_interpreter=True,
+        interpreter=sys.executable,
+    )
+    swept = sweep(LocalTransport(), spec, only=["processes", "interpreter"])
+    process = running_trainer(swept["processes"].value, str(run.ws))
+    assert process is not None, swept["processes"].value
+    chosen: Any = swept["interpreter"].value
+    assert isinstance(chosen, dict) and chosen["chosen_because"].startswith("the running")
+    return site(
+        workspace=str(run.ws),
+        train_log=str(run.metrics),
+        stdout_log=str(run.console),
+        interpreter=sys.executable,
+        process=process,
+        python=str(chosen["path"]),
+        stdio=_remote().stdio(int(process["pid"])),
+    )
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
+    raced: UserRun, running: subprocess.Popen[bytes]
+) -> None:
+    """The launch rebuilt from the running process (command line, working directory,
+    PYTHONPATH, where stdout goes); a change that does not fix the race is rolled back:
+    the doctor's launch file emptied, the trainer started again exactly as before."""
+    the_site = _from_the_process(raced)
+    assert the_site.trainer_pid == running.pid
+    assert the_site.launch_source.startswith(f"the running trainer (process {running.pid})")
+    assert the_site.launch_text is not None
+    assert f"cd {raced.ws}\n" in the_site.launch_text
+    assert f"exec >>{raced.console} 2>&1\n" in the_site.launch_text
+    assert f"exec env PYTHONPATH={REPO} {sys.executable} train_threads.py" in (the_site.launch_text)
+    tx = Transaction(_Ineffective(), the_site, _remote(), baseline_tok_s=1.0, run_timeout=300)
+    outcome = tx.apply(tx.plan())
+    assert outcome.status == "rolled_back", outcome
+    assert "FX-trace error came back" in outcome.detail
+    assert "trainer restarted as before" in outcome.detail
+    assert Path(the_site.launch_file).read_bytes() == b""
+    restarted = int(Path(the_site.pid_file).read_text())
+    assert restarted != running.pid
+    cmdline = Path(f"/proc/{restarted}/cmdline").read_bytes().split(b"\0")
+    assert b"--steps" in cmdline and b"31" not in cmdline
+    subprocess.run(["kill", str(restarted)], check=False)
