@@ -12,6 +12,7 @@ import re
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,22 +27,26 @@ from tools.bundle import SweepSpec
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def spec(ws: Path) -> SweepSpec:
-    return SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+def spec(ws: Path, **profile: Any) -> SweepSpec:
+    return SweepSpec.for_workspace(str(ws), interpreter=sys.executable, **profile)
 
 
-def snapshot(ws: Path, name: str = "good") -> None:
-    session = Session.create(SessionConfig(command="snapshot", target="local", spec=spec(ws)))
-    doctor = build_doctor(session, session.target("local"), spec(ws))
+def snapshot(ws: Path, name: str = "good", **profile: Any) -> None:
+    at = spec(ws, **profile)
+    session = Session.create(SessionConfig(command="snapshot", target="local", spec=at))
+    doctor = build_doctor(session, session.target("local"), at)
     facts = doctor.gather(None)
     session.close()
     baseline_store().save(name, "local", facts)
 
 
-def diagnose(ws: Path, baseline: str | None = "good") -> tuple[DiagnosisState, Ledger, str]:
-    config = SessionConfig(command="diagnose", target="local", spec=spec(ws), baseline=baseline)
+def diagnose(
+    ws: Path, baseline: str | None = "good", **profile: Any
+) -> tuple[DiagnosisState, Ledger, str]:
+    at = spec(ws, **profile)
+    config = SessionConfig(command="diagnose", target="local", spec=at, baseline=baseline)
     session = Session.create(config)
-    doctor = build_doctor(session, session.target("local"), spec(ws))
+    doctor = build_doctor(session, session.target("local"), at)
     outcome = run_session(session, doctor, start=DiagnosisState(target="local", baseline=baseline))
     session.close()
     report = render_markdown(build_report(outcome.state, session.ledger, session.id))
@@ -104,10 +109,13 @@ def test_truncated_checkpoint_is_an_integrity_fault(good_workspace: Path, tmp_pa
 
 
 def test_wiped_compile_cache_is_cold(good_workspace: Path, tmp_path: Path) -> None:
+    """The reference trainer sets its cache directory in code, out of sight: the profile
+    names it, and the snapshot saw it warm."""
     ws = clone(good_workspace, tmp_path / "ws")
-    snapshot(ws)
+    cache = (f"{ws}/compile_cache",)
+    snapshot(ws, extra_caches=cache)
     assert trainer("break", "compile-cache", "--workspace", ws).returncode == 0
-    state, ledger, report = diagnose(ws)
+    state, ledger, report = diagnose(ws, extra_caches=cache)
     assert "verified" in statuses(state)["compile_cache_cold"]
     assert f"extra compile cache {ws}/compile_cache: exists = False" in report
     assert_grounded(state, ledger, report)

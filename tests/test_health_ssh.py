@@ -131,7 +131,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Fle
 def gather_good(ws: Path) -> list[Fact]:
     """``gather_local``, safe to run in several threads at once: health's own sweep
     renders the bundle one thread at a time (see ``render_bundle``)."""
-    spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+    spec = SweepSpec.for_workspace(
+        str(ws), interpreter=sys.executable, extra_caches=(f"{ws}/compile_cache",)
+    )
     sweep = deadline_sweep(time.monotonic() + 600)
     return SweepGatherer(LocalTransport(), spec, Ledger(), run_sweep=sweep)(None)
 
@@ -144,6 +146,8 @@ def profile(path: Path, targets: dict[str, tuple[str, Path]]) -> Path:
             f'uri = "{uri}"',
             f'workspace = "{ws}"',
             f'interpreter = "{sys.executable}"',
+            # The reference trainer sets its cache directory in code: the profile names it.
+            f'extra_caches = ["{ws}/compile_cache"]',
         ]
     path.write_text("\n".join(lines) + "\n")
     return path

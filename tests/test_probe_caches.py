@@ -32,6 +32,7 @@ def test_env_variable_wins_over_default(tmp_path: Path, monkeypatch: pytest.Monk
         "path": str(tmp_path / "triton-missing"),
         "source": "env:TRITON_CACHE_DIR",
         "exists": False,
+        "files": 0,
     }
 
 

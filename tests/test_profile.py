@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.bundle import SweepSpec
+from tools.bundle import SweepSpec, build_plan
 from tools.errors import ConfigError, UsageError
 from tools.profile import (
     TargetProfile,
@@ -27,13 +27,21 @@ def _no_profile_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_template_loads_and_means_the_incident_layout(tmp_path: Path) -> None:
-    """The file `init` writes is valid as written, and its one target sweeps /workspace."""
+    """The file `init` writes is valid as written, and its one target sweeps /workspace:
+    no path is assumed, the probes are sent the workspace to find them in."""
     path = write_template(tmp_path / "doctor.toml")
     profile = load_config(path).target()
     spec = profile.sweep_spec()
-    assert spec.train_log == "/workspace/checkpoints/train_log.jsonl"
-    assert spec.stdout_log == "/workspace/checkpoints/train_stdout.log"
-    assert spec.scripts == ("/workspace/*.py",)
+    assert spec.workspace == "/workspace"
+    assert (spec.train_log, spec.stdout_log, spec.checkpoints, spec.scripts) == (
+        None,
+        None,
+        None,
+        (),
+    )
+    params = {p.name: p.params for p in build_plan(spec).probes}
+    for probe in ("layout", "checkpoints", "trainlog", "stdoutlog", "checksums", "dataset"):
+        assert params[probe] is not None and params[probe]["workspace"] == "/workspace"
     assert "# " in template_text() and "[targets.trainer]" in template_text()
 
 
@@ -70,13 +78,13 @@ pattern = "shapes differ"
     assert profile.uri == "ssh://root@gpu-host/pct:200"
     spec = profile.sweep_spec()
     assert spec.train_log == "/logs/train.jsonl"  # given
-    assert spec.checkpoints == "/workspace/checkpoints"  # from the layout
+    assert spec.checkpoints is None  # found on the target
     assert spec.process_match == ("train_dflash.py",)  # from the launch command
     assert spec.log_fields == {"throughput": "tps", "group": ["device"]}
     assert spec.throughput_unit == "ktok/s"
     assert spec.timeouts == {"trainlog": 300}
     assert spec.extra_signatures[0]["id"] == "shapes"
-    assert profile.sweep_spec(workspace="/other").checkpoints == "/other/checkpoints"
+    assert profile.sweep_spec(workspace="/other").workspace == "/other"
 
 
 def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,7 +136,8 @@ def test_default_path_may_be_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_workspace_without_profile() -> None:
     spec = workspace_spec("/workspace/")
     assert spec == SweepSpec.for_workspace("/workspace")
-    assert spec.checkpoints == "/workspace/checkpoints"
+    assert spec.workspace == "/workspace" and spec.checkpoints is None
+    assert spec.extra_caches == ()  # no cache is made up for a trainer
 
 
 def test_process_patterns() -> None:
@@ -137,3 +146,21 @@ def test_process_patterns() -> None:
         "run.py"
     ]
     assert TargetProfile(uri="local", process_match=["x"]).process_patterns() == ["x"]
+
+
+def test_checkpoint_pattern_and_extra_caches_reach_the_probes(tmp_path: Path) -> None:
+    """A profile's checkpoint name pattern goes to the checkpoints probe, its extra caches
+    to the caches probe; a pattern that cannot be used is refused in one line."""
+    path = tmp_path / "doctor.toml"
+    path.write_text(
+        '[targets.t]\nuri = "local"\nworkspace = "/w"\n'
+        'checkpoint_pattern = "^snap(?P<step>\\\\d+)$"\nextra_caches = ["/w/cc"]\n'
+    )
+    spec = load_config(path).target().sweep_spec()
+    params = {p.name: p.params for p in build_plan(spec).probes}
+    assert params["checkpoints"] is not None and params["caches"] is not None
+    assert params["checkpoints"]["pattern"] == r"^snap(?P<step>\d+)$"
+    assert params["caches"]["extra"] == ["/w/cc"]
+    path.write_text('[targets.t]\nuri = "local"\ncheckpoint_pattern = "^snap(\\\\d+)$"\n')
+    with pytest.raises(ConfigError, match="needs a group named step or epoch"):
+        load_config(path)

@@ -82,6 +82,9 @@ class SweepSpec(BaseModel):
     launch: str | None = Field(None, description="the trainer's launch file or command")
     workspace: str | None = None
     checkpoints: str | None = None
+    # A regex with named groups ``step``/``epoch`` for checkpoint names the built-in
+    # forms (tools.probes._steps) do not know.
+    checkpoint_pattern: str | None = None
     train_log: str | None = None
     stdout_log: str | None = None
     scripts: tuple[str, ...] = ()
@@ -112,20 +115,12 @@ class SweepSpec(BaseModel):
 
     @classmethod
     def for_workspace(cls, workspace: str, **overrides: Any) -> SweepSpec:
-        """The incident's layout: ``DIR/checkpoints/`` holding ``step_N/``,
-        ``train_log.jsonl`` and ``train_stdout.log``; scripts ``DIR/*.py``; prompts
-        ``DIR/data/*.jsonl``; the reference trainer's ``DIR/compile_cache``."""
+        """A sweep of ``workspace`` whose layout is found on the target: the probes that
+        read checkpoints, logs, scripts and prompts are given the workspace and look
+        (``tools.probes.layout``) in the same round trip. Paths in ``overrides`` (a
+        profile's, a CLI's) win; no compile cache is assumed."""
         ws = workspace.rstrip("/") or "/"
-        ckpt = f"{ws}/checkpoints"
-        fields: dict[str, Any] = {
-            "workspace": ws,
-            "checkpoints": ckpt,
-            "train_log": f"{ckpt}/train_log.jsonl",
-            "stdout_log": f"{ckpt}/train_stdout.log",
-            "scripts": (f"{ws}/*.py",),
-            "dataset": (f"{ws}/data/*.jsonl",),
-            "extra_caches": (f"{ws}/compile_cache",),
-        }
+        fields: dict[str, Any] = {"workspace": ws}
         fields.update(overrides)
         return cls(**fields)
 
@@ -258,21 +253,32 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
             return {"configured": spec.interpreter, "because": spec.interpreter_reason}, ""
         case "processes":
             return {"match": list(spec.process_match)}, ""
+        case "layout":
+            if not spec.workspace:
+                return None, "no workspace configured"
+            return {"workspace": spec.workspace}, ""
         case "caches":
+            # Where the trainer itself points its caches: its processes' environment and
+            # its launch files (the profile's, the workspace's), besides the profile's.
+            launch = [spec.launch] if spec.launch and _is_launch_file(spec.launch) else []
             return {
                 "inductor": spec.inductor_cache,
                 "triton": spec.triton_cache,
                 "extra": list(spec.extra_caches),
+                "workspace": spec.workspace,
+                "match": list(_trainer_patterns(spec)),
+                "launch_files": launch,
             }, ""
         case "checksums" | "script_patches":
-            if not spec.scripts:
-                return None, "no scripts configured"
-            return {"paths": list(spec.scripts)}, ""
+            if not spec.scripts and not spec.workspace:
+                return None, "no scripts or workspace configured"
+            return _where("paths", list(spec.scripts), spec), ""
         case "checkpoints":
-            if not spec.checkpoints:
-                return None, "no checkpoint directory configured"
+            if not spec.checkpoints and not spec.workspace:
+                return None, "no checkpoint directory or workspace configured"
             return {
-                "path": spec.checkpoints,
+                **_where("path", spec.checkpoints, spec),
+                "pattern": spec.checkpoint_pattern,
                 "metadata_names": list(spec.metadata_names),
                 "metadata_keys": dict(spec.metadata_keys),
                 "env_files": list(spec.env_files),
@@ -290,17 +296,17 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 **scan,
             }, ""
         case "stdoutlog":
-            if not spec.stdout_log:
-                return None, "no stdout log configured"
+            if not spec.stdout_log and not spec.workspace:
+                return None, "no stdout log or workspace configured"
             return {
-                "path": spec.stdout_log,
+                **_where("path", spec.stdout_log, spec),
                 "extra_signatures": [dict(s) for s in spec.extra_signatures],
                 **scan,
             }, ""
         case "dataset":
-            if not spec.dataset:
-                return None, "no dataset configured"
-            return {"paths": list(spec.dataset), "text_field": spec.text_field}, ""
+            if not spec.dataset and not spec.workspace:
+                return None, "no dataset or workspace configured"
+            return {**_where("paths", list(spec.dataset), spec), "text_field": spec.text_field}, ""
         case "torch_runtime":
             if not spec.torch_import:
                 return None, "torch_import is off in the profile"
@@ -308,6 +314,25 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
         case "integrity":
             return {"packages": list(spec.integrity_packages), "mode": spec.integrity_mode}, ""
     raise AssertionError(f"no parameters for probe {name}")  # PROBES and this table agree
+
+
+def _where(key: str, given: str | list[str] | None, spec: SweepSpec) -> dict[str, Any]:
+    """What a probe reads: the paths the spec names, else the workspace to look in (the
+    probe asks ``tools.probes.layout`` there, in the same round trip)."""
+    return {key: given} if given else {"workspace": spec.workspace}
+
+
+def _is_launch_file(launch: str) -> bool:
+    """A launch *file* (one path) rather than a command line."""
+    return " " not in launch.strip() and launch.startswith("/")
+
+
+def _trainer_patterns(spec: SweepSpec) -> tuple[str, ...]:
+    """What picks the trainer's process: the profile's patterns, or the default ones when
+    a workspace narrows them down; the default ``train`` alone would pick any process on
+    the machine whose command line holds the word."""
+    default = SweepSpec.model_fields["process_match"].default
+    return spec.process_match if spec.workspace or spec.process_match != default else ()
 
 
 def build_plan(spec: SweepSpec, only: Iterable[str] | None = None) -> Plan:
@@ -336,11 +361,7 @@ def build_plan(spec: SweepSpec, only: Iterable[str] | None = None) -> Plan:
 def _discovery(spec: SweepSpec) -> tuple[str, ...] | None:
     if not spec.discover_interpreter:
         return None
-    # A process is looked for only when something says which one is the trainer: the
-    # workspace it runs in, or patterns the profile gave; the default ``train`` alone
-    # would pick any process on the machine whose command line holds the word.
-    default = SweepSpec.model_fields["process_match"].default
-    patterns = spec.process_match if spec.workspace or spec.process_match != default else ()
+    patterns = _trainer_patterns(spec)
     return discovery_argv(
         spec.interpreter, workspace=spec.workspace, launch=spec.launch, patterns=patterns
     )

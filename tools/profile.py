@@ -7,9 +7,10 @@ A profile says how to reach a trainer and where its evidence lies::
     interpreter = "/workspace/.venv/bin/python"
     workspace = "/workspace"
 
-Everything a profile leaves out follows the incident's layout under ``workspace``
-(``checkpoints/`` with ``step_N/``, ``train_log.jsonl``, ``train_stdout.log``; scripts
-``*.py``; prompts ``data/*.jsonl``). Environment variables override the file
+Everything a profile leaves out is found under ``workspace`` on the target
+(``tools.probes.layout``: checkpoint directories, train and console logs, scripts,
+configs, launch files, prompts, each with the reason it was chosen). Environment
+variables override the file
 (``DFLASH_DOCTOR_DEFAULT_TARGET``, ``DFLASH_DOCTOR_TARGETS__TRAINER__INTERPRETER``…).
 
 Public API::
@@ -18,7 +19,7 @@ Public API::
     profile = config.target("trainer")      # TargetProfile (or config.target(None): default)
     spec = profile.sweep_spec()             # tools.bundle.SweepSpec for sweep()
     write_template(path)                    # the commented doctor.toml ``init`` writes
-    spec = workspace_spec("/workspace")     # no profile: the incident's layout
+    spec = workspace_spec("/workspace")     # no profile: the layout is found there
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tools.bundle import PROBES, SweepSpec
 from tools.errors import ConfigError, TargetURIError, UsageError
 from tools.parsers.logformats import FORMATS as LOG_FORMATS
 from tools.probes._canonical import QUANTITIES
+from tools.probes._steps import compile_pattern
 from tools.transport.uri import parse_target
 
 __all__ = [
@@ -118,11 +120,17 @@ class TargetProfile(BaseModel):
     )
     workspace: str | None = None
     checkpoints: str | None = None
+    checkpoint_pattern: str | None = Field(
+        None, description="regex with named groups step/epoch for checkpoint names"
+    )
     train_log: str | None = None
     stdout_log: str | None = None
     scripts: list[str] | None = None
     dataset: list[str] | None = None
     inductor_cache: str | None = None
+    extra_caches: list[str] | None = Field(
+        None, description="other compile-cache directories the trainer is set up to fill"
+    )
     triton_cache: str | None = None
     launch: str | None = Field(
         None, description="the trainer's launch file on the target, or its launch command"
@@ -158,6 +166,12 @@ class TargetProfile(BaseModel):
             raise ValueError(
                 f"unknown quantity {', '.join(unknown)}; known: {', '.join(QUANTITIES)}"
             )
+        return v
+
+    @field_validator("checkpoint_pattern")
+    @classmethod
+    def _pattern_compiles(cls, v: str | None) -> str | None:
+        compile_pattern(v)  # ValueError saying why it cannot be used
         return v
 
     @field_validator("timeouts")
@@ -198,6 +212,8 @@ class TargetProfile(BaseModel):
             "scripts": self.scripts,
             "dataset": self.dataset,
             "inductor_cache": self.inductor_cache,
+            "extra_caches": self.extra_caches,
+            "checkpoint_pattern": self.checkpoint_pattern,
             "triton_cache": self.triton_cache,
             "metadata_names": self.metadata_names,
             "metadata_keys": self.metadata_keys or None,
@@ -321,7 +337,7 @@ def load_config(path: str | Path | None = None) -> DoctorConfig:
 
 
 def workspace_spec(workspace: str, interpreter: str = "python3") -> SweepSpec:
-    """No profile, only ``--workspace DIR``: the incident's layout."""
+    """No profile, only ``--workspace DIR``: the layout is found there."""
     return SweepSpec.for_workspace(workspace, interpreter=interpreter)
 
 
@@ -329,12 +345,13 @@ TEMPLATE = """\
 # dflash-doctor target profiles.
 #
 # One [targets.NAME] table per trainer. Paths are on the target. Anything left out
-# follows the incident's layout under `workspace`:
-#   WORKSPACE/checkpoints/step_N/          checkpoints (metadata.json inside)
-#   WORKSPACE/checkpoints/train_log.jsonl  one JSON line per step (and device)
-#   WORKSPACE/checkpoints/train_stdout.log what the trainer printed
-#   WORKSPACE/*.py                         training scripts (md5 + sha256, patches)
-#   WORKSPACE/data/*.jsonl                 prompts
+# is looked for under `workspace` (the `layout` probe says what it took and why):
+#   checkpoints   a directory of entries named with a step or epoch: step_N/,
+#                 checkpoint-N/, epoch_E_step_S/, global_stepN/, epoch=E-step=S.ckpt, ...
+#   train_log     JSON lines / CSV with a step field, trainer_state.json, `Step N` text
+#   stdout_log    *stdout*, nohup.out, *.log, *.out
+#   scripts       *.py (with configs and launch files for checksums)
+#   dataset       JSON lines with a text field, files under data/
 # Environment variables override this file: DFLASH_DOCTOR_DEFAULT_TARGET,
 # DFLASH_DOCTOR_TARGETS__TRAINER__INTERPRETER=/other/python, ...
 
@@ -353,6 +370,7 @@ uri = "local"
 
 workspace = "/workspace"
 # checkpoints = "/workspace/checkpoints"
+# checkpoint_pattern = "^ckpt_e(?P<epoch>\\d+)_s(?P<step>\\d+)$"   # names not recognised
 # train_log = "/workspace/checkpoints/train_log.jsonl"
 # stdout_log = "/workspace/checkpoints/train_stdout.log"
 # scripts = ["/workspace/train_dflash.py", "/workspace/configs/*.yaml"]
@@ -361,6 +379,7 @@ workspace = "/workspace"
 # Compile caches when the trainer sets them itself (else TORCHINDUCTOR_CACHE_DIR /
 # TRITON_CACHE_DIR of the login environment, else torch's and triton's defaults).
 # inductor_cache = "/workspace/compile_cache"
+# extra_caches = ["/workspace/compile_cache"]    # more caches it is set up to fill
 # triton_cache = "/root/.triton/cache"
 
 # The trainer's launch file (a shell script whose `exec` line starts it) or launch

@@ -27,6 +27,7 @@ PROBES: tuple[str, ...] = (
     "pyenv",
     "gpus",
     "processes",
+    "layout",
     "caches",
     "checksums",
     "script_patches",

@@ -7,8 +7,13 @@ defaulting to the home directory). Kernels that inductor compiles through triton
 ``<inductor>/triton/<device>`` unless ``TRITON_CACHE_DIR`` is set (torch's
 ``triton_cache_dir``), so the inductor entry's ``top`` list shows them too. The trainer
 may run with other variables than the
-bundle's login shell: a profile can name the directories, and the ``processes`` probe
-reports the trainer's own ``TORCHINDUCTOR_*``/``TRITON_*`` variables.
+bundle's login shell: a profile can name the directories; else the variables as the
+trainer sets them win over the bundle's own: the running trainer's environment (the
+processes the profile's ``process_match`` picks, those in the workspace when one is
+named) and the launch files (the profile's, the workspace's ``*.sh``/``*.slurm``…, an
+``export VAR=/path`` line). Every such declaration is listed in ``declared``; the
+``source`` of each cache says where its path came from (``param``, ``process:PID``,
+``launch:FILE``, ``env:VAR`` for the bundle's own environment, ``default``).
 
 For each: exists, what it is (a file where a directory belongs is a fact), files,
 bytes, oldest and newest mtime, the top-level entries with their counts. Nothing is
@@ -26,7 +31,8 @@ import stat
 import tempfile
 from typing import Any
 
-from ._common import Context, TypedDict, classify_oserror
+from . import layout, processes
+from ._common import Context, ProbeFailure, TypedDict, classify_oserror
 
 NAME = "caches"
 TIMEOUT = 60.0
@@ -57,8 +63,25 @@ class CacheValue(TypedDict, total=False):
     error_kind: str
 
 
-class CachesValue(TypedDict):
+class Declared(TypedDict, total=False):
+    var: str
+    path: str
+    source: str  # process:PID | launch:FILE
+    line: int
+
+
+class CachesValue(TypedDict, total=False):
     caches: list[CacheValue]
+    declared: list[Declared]  # the trainer's own settings of the cache variables
+    declared_problems: list[str]  # settings that name no usable path (``$VAR``, relative)
+
+
+VARS = {"inductor": "TORCHINDUCTOR_CACHE_DIR", "triton": "TRITON_CACHE_DIR"}
+_ASSIGN = re.compile(
+    r"^\s*(?:export\s+|env\s+)?(?P<var>TORCHINDUCTOR_CACHE_DIR|TRITON_CACHE_DIR)="
+    r"(?P<value>\"[^\"]*\"|'[^']*'|\S*)"
+)
+MAX_LAUNCH_BYTES = 1 << 20
 
 
 def inductor_default() -> str:
@@ -76,13 +99,86 @@ def triton_default() -> str:
     return os.path.join(home, ".triton", "cache")
 
 
-def locate(name: str, given: str | None) -> tuple[str, str]:
+def locate(name: str, given: str | None, declared: list[Declared] | None = None) -> tuple[str, str]:
     if given:
         return given, "param"
-    var = {"inductor": "TORCHINDUCTOR_CACHE_DIR", "triton": "TRITON_CACHE_DIR"}[name]
+    var = VARS[name]
+    for d in declared or []:
+        if d.get("var") == var:
+            return str(d["path"]), str(d["source"])
     if os.environ.get(var):
         return os.environ[var], "env:" + var
     return (inductor_default() if name == "inductor" else triton_default()), "default"
+
+
+def _in_workspace(pid: int, workspace: str | None) -> bool:
+    if not workspace:
+        return True
+    root = os.path.realpath(workspace).rstrip("/") + "/"
+    try:
+        cwd = os.path.realpath(os.readlink(f"/proc/{pid}/cwd")) + "/"
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return cwd.startswith(root) or workspace in cmd
+
+
+def from_processes(match: list[str], workspace: str | None) -> list[Declared]:
+    """The cache variables the trainer processes were started with."""
+    out: list[Declared] = []
+    for pid in processes.matching_pids(match)[: processes.MAX_PROCS]:
+        if not _in_workspace(pid, workspace):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                items = f.read().split(b"\0")
+        except OSError:
+            continue  # another user's process: the processes probe says so
+        for item in items:
+            key, sep, value = item.decode("utf-8", "replace").partition("=")
+            if sep and key in VARS.values() and value:
+                out.append({"var": key, "path": value, "source": f"process:{pid}"})
+    return out
+
+
+def from_launch_files(paths: list[str], problems: list[str]) -> list[Declared]:
+    """``VAR=/path`` settings of the cache variables in the launch files."""
+    out: list[Declared] = []
+    for path in paths:
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                continue
+            with open(path, "rb") as f:
+                text = f.read(MAX_LAUNCH_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            m = _ASSIGN.match(line)
+            if m is None:
+                continue
+            value = m.group("value").strip("\"'")
+            if not os.path.isabs(value) or "$" in value:
+                problems.append(f"{path}:{number}: {m.group('var')}={value}: not an absolute path")
+                continue
+            out.append(
+                {"var": m.group("var"), "path": value, "source": f"launch:{path}", "line": number}
+            )
+    return out
+
+
+def declared_caches(params: dict[str, Any], problems: list[str]) -> list[Declared]:
+    """Where the trainer itself says its caches are: its processes first (what it runs
+    with now), then its launch files."""
+    workspace = params.get("workspace")
+    found = (
+        from_processes(list(params.get("match") or []), workspace) if params.get("match") else []
+    )
+    launch = [str(p) for p in params.get("launch_files") or []]
+    if workspace:
+        layout_files = layout.discover(str(workspace))["launch_files"]
+        launch += [str(c["path"]) for c in layout_files if c.get("path")]
+    return found + from_launch_files(list(dict.fromkeys(launch)), problems)
 
 
 def _kind(mode: int) -> str:
@@ -148,8 +244,10 @@ def walk(path: str, max_entries: int) -> dict[str, Any]:
     return out
 
 
-def one(name: str, given: str | None, max_entries: int) -> CacheValue:
-    path, source = locate(name, given)
+def one(
+    name: str, given: str | None, max_entries: int, declared: list[Declared] | None = None
+) -> CacheValue:
+    path, source = locate(name, given, declared)
     v: CacheValue = {"cache": name, "path": path, "source": source}
     try:
         lst = os.lstat(path)
@@ -158,6 +256,9 @@ def one(name: str, given: str | None, max_entries: int) -> CacheValue:
         if classify_oserror(exc) != "not_found":
             v["error"] = exc.strerror or str(exc)
             v["error_kind"] = classify_oserror(exc)
+        else:
+            # Zero files: what a baseline that saw it warm is compared with.
+            v["files"] = 0
         return v
     v["exists"] = True
     kind = _kind(lst.st_mode)
@@ -178,14 +279,20 @@ def one(name: str, given: str | None, max_entries: int) -> CacheValue:
 
 def collect(params: dict[str, Any], ctx: Context) -> CachesValue:
     max_entries = int(params.get("max_entries", 200000))
+    problems: list[str] = []
+    try:
+        declared = declared_caches(params, problems)
+    except ProbeFailure as exc:  # no workspace to look in: the caches are still read
+        declared = []
+        problems.append(exc.message)
     caches = [
-        one("inductor", params.get("inductor"), max_entries),
-        one("triton", params.get("triton"), max_entries),
+        one("inductor", params.get("inductor"), max_entries, declared),
+        one("triton", params.get("triton"), max_entries, declared),
     ]
-    # Directories a profile names as caches besides the two torch would pick itself (the
-    # reference trainer points TORCHINDUCTOR_CACHE_DIR at its workspace in code).
+    # Directories a profile names as caches besides the two torch would pick itself (a
+    # trainer may point TORCHINDUCTOR_CACHE_DIR somewhere in code, out of sight).
     caches.extend(one("extra", p, max_entries) for p in params.get("extra", []))
-    return {"caches": caches}
+    return {"caches": caches, "declared": declared, "declared_problems": problems}
 
 
 VALUE = CachesValue

@@ -1,7 +1,10 @@
 # Shipped to targets running Python 3.8: zip(strict=) and itertools.pairwise are 3.10+.
 # ruff: noqa: B905, RUF007
-"""The checkpoint directory: its ``step_N`` directories, their files and the metadata
-record a checkpoint carries, gaps between steps, and damage.
+"""The checkpoint directory: its checkpoints (any entry whose name carries a step or
+an epoch, see ``_steps``: ``step_N/``, ``checkpoint-N/``, ``epoch_E_step_S/``,
+``epoch=E-step=S.ckpt``…), their files and the metadata record a checkpoint carries,
+gaps between steps, and damage. Entries not taken for a checkpoint are listed with why.
+Given only a workspace, the directory is the layout's best candidate (``source``).
 
 Every file is checked for what can be checked without torch: a torch ``.pt`` (a zip
 since torch 1.6) must have a readable central directory at its end, which a truncated
@@ -17,19 +20,17 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 import stat
 import struct
 import zipfile
 from typing import Any
 
-from . import _canonical
+from . import _canonical, _steps, layout
 from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror
 
 NAME = "checkpoints"
 TIMEOUT = 120.0
 
-STEP_DIR = r"^(?:step|checkpoint|ckpt|global_step)[_-]?(\d+)(\.tmp|\.partial|\.incomplete)?$"
 METADATA_NAMES = ("metadata.json", "meta.json", "checkpoint_meta.json", "trainer_state.json")
 METADATA_MAX = 1 << 20  # bytes of a metadata record read; a larger one is a fact
 VALUE_MAX = 64 << 10  # bytes of metadata shipped back
@@ -47,7 +48,9 @@ class FileCheck(TypedDict, total=False):
 
 class StepDir(TypedDict, total=False):
     name: str
-    step: int
+    step: int | None  # None: the name carries only an epoch (``epoch_3/``)
+    epoch: int | None
+    form: str  # the naming it follows (tools.probes._steps)
     incomplete: bool  # a .tmp/.partial suffix: a save that never finished
     mtime: float
     bytes: int
@@ -75,7 +78,9 @@ class CheckpointsValue(TypedDict):
     typical_interval: int | None
     gaps: list[dict[str, int]]
     problems: int  # files or dirs with a problem
-    other_entries: list[dict[str, Any]]
+    other_entries: list[dict[str, Any]]  # not taken for a checkpoint, each with ``why``
+    source: dict[str, Any]  # which directory was read and why (the profile's, the layout's)
+    epoch_numbers: list[int]
     # Saved environment files of the workspace (the profile's, the checkpoint directory's).
     environment: dict[str, Any]
     # The baseline a diff derives: per quantity, the newest finished checkpoint recording
@@ -265,7 +270,6 @@ def one_step(
     deep: bool,
     key_map: dict[str, str] | None = None,
 ) -> StepDir:
-
     entry: StepDir = {"name": name, "step": step, "incomplete": incomplete, "problems": []}
     try:
         st = os.stat(d)
@@ -299,10 +303,83 @@ def one_step(
     return entry
 
 
+def sort_entries(
+    path: str, listing: list[str], pattern: Any
+) -> tuple[list[tuple[tuple[Any, ...], _steps.StepName]], list[dict[str, Any]]]:
+    """The entries of ``path`` named like checkpoints, oldest first, and the others, each
+    with why it was not taken: nothing in the directory goes unmentioned."""
+    found: list[tuple[tuple[Any, ...], _steps.StepName]] = []
+    other: list[dict[str, Any]] = []
+    for n in listing:
+        p = os.path.join(path, n)
+        try:
+            s = os.stat(p)
+        except OSError as exc:
+            other.append({"name": n, "error": exc.strerror or str(exc), "why": "cannot stat"})
+            continue
+        is_dir = stat.S_ISDIR(s.st_mode)
+        read = _steps.read_step(n, is_dir, pattern)
+        why = ""
+        if read is None:
+            why = (
+                "name does not match the profile's checkpoint_pattern"
+                if pattern
+                else (
+                    "name carries no step"
+                    if is_dir or n.lower().endswith(_steps.CHECKPOINT_EXTENSIONS)
+                    else "not a checkpoint (directory or checkpoint file)"
+                )
+            )
+        elif not is_dir and not stat.S_ISREG(s.st_mode):
+            why = "named like a checkpoint, but not a regular file"
+        elif read["step"] is None and is_dir and not _steps.holds_state(p):
+            why = "an epoch-numbered directory without a state file in it"
+        if why:
+            other.append(
+                {"name": n, "size": s.st_size, "mtime": s.st_mtime, "dir": is_dir, "why": why}
+            )
+            continue
+        assert read is not None
+        step = read["step"] if read["step"] is not None else -1
+        epoch = read["epoch"] if read["epoch"] is not None else -1
+        found.append(((step, epoch, read["incomplete"], n, p, is_dir), read))
+    # Ordered by step, then epoch: an epoch-only name sorts by its epoch.
+    found.sort(key=lambda f: (f[0][0], f[0][1], f[0][3]))
+    return found, other
+
+
+def one_file(
+    p: str, name: str, step: int, incomplete: bool, deep: bool, key_map: dict[str, str]
+) -> StepDir:
+    """A checkpoint that is one file (Lightning's ``epoch=E-step=S.ckpt``)."""
+    check = check_file(p, name, deep)
+    entry: StepDir = {
+        "name": name,
+        "step": step if step >= 0 else None,
+        "incomplete": incomplete,
+        "problems": [],
+        "files": [check],
+        "bytes": check.get("size", 0),
+        "mtime": check.get("mtime", 0.0),
+        "metadata_file": None,
+    }
+    if check.get("ok") is False:
+        entry["problems"].append("{}: {}".format(name, check.get("problem", "")))
+    if incomplete:
+        entry["problems"].append(f"unfinished save ({name})")
+    canon = canonical_of([(p, name)], key_map)
+    entry["canonical"], entry["canonical_from"] = canon["canonical"], canon["canonical_from"]
+    entry["not_recorded"], entry["canonical_notes"] = (
+        canon["not_recorded"],
+        canon["canonical_notes"],
+    )
+    return entry
+
+
 def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
-    path = params.get("path")
-    if not path:
-        raise ProbeFailure("bad_params", "checkpoints needs a path")
+    path, source = layout.chosen(
+        params, "checkpoint_dirs", "directory holding checkpoints named with a step or epoch"
+    )
     names = list(params.get("metadata_names") or METADATA_NAMES)
     key_map = dict(params.get("metadata_keys") or {})
     unknown = sorted(set(key_map) - set(_canonical.QUANTITIES))
@@ -311,9 +388,9 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
     deep = bool(params.get("deep", False))
     max_steps = int(params.get("max_steps", 100))
     try:
-        pattern = re.compile(params.get("step_pattern") or STEP_DIR)
-    except re.error as exc:
-        raise ProbeFailure("bad_params", f"step_pattern: {exc}") from None
+        pattern = _steps.compile_pattern(params.get("pattern"))
+    except ValueError as exc:
+        raise ProbeFailure("bad_params", str(exc)) from None
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -324,31 +401,16 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
         listing = sorted(os.listdir(path))
     except OSError as exc:
         raise failure_from_oserror(exc, path) from None
-    found = []
-    other = []
-    for n in listing:
-        p = os.path.join(path, n)
-        m = pattern.match(n)
-        if m and os.path.isdir(p):
-            found.append(
-                (int(m.group(1)), bool(m.lastindex and m.lastindex > 1 and m.group(2)), n, p)
-            )
-        else:
-            try:
-                s = os.stat(p)
-                other.append(
-                    {
-                        "name": n,
-                        "size": s.st_size,
-                        "mtime": s.st_mtime,
-                        "dir": stat.S_ISDIR(s.st_mode),
-                    }
-                )
-            except OSError as exc:
-                other.append({"name": n, "error": exc.strerror or str(exc)})
-    found.sort()
+    found, other = sort_entries(path, listing, pattern)
     # Keep the newest max_steps in full; the numbers of all of them are still listed.
-    steps = [one_step(p, n, s, inc, names, deep, key_map) for s, inc, n, p in found[-max_steps:]]
+    steps = [
+        one_step(p, n, s, inc, names, deep, key_map)
+        if is_dir
+        else one_file(p, n, s, inc, deep, key_map)
+        for (s, _e, inc, n, p, is_dir), _read in found[-max_steps:]
+    ]
+    for entry, (_key, read) in zip(steps, found[-max_steps:]):
+        entry["step"], entry["epoch"], entry["form"] = read["step"], read["epoch"], read["form"]
     # The profile's (or the layout's) saved environment files; a glob is expanded here.
     env_files = [
         (f, f)
@@ -363,7 +425,7 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
     environment = canonical_of(env_files, key_map)
     environment["files"] = [name for _, name in env_files]
     baseline, baseline_from = recorded(steps, environment)
-    numbers = sorted({s for s, inc, _, _ in found if not inc})
+    numbers = sorted({key[0] for key, read in found if not key[2] and read["step"] is not None})
     diffs = [b - a for a, b in zip(numbers, numbers[1:])]
     typical = max(set(diffs), key=lambda d: (diffs.count(d), -d)) if diffs else None
     gaps = [
@@ -381,6 +443,8 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
         "gaps": gaps[:50],
         "problems": sum(1 for s in steps if s["problems"]),
         "other_entries": other[:100],
+        "source": source,
+        "epoch_numbers": sorted({r["epoch"] for _, r in found if r["epoch"] is not None}),
         "environment": environment,
         "recorded": baseline,
         "recorded_from": baseline_from,

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from . import layout
 from ._common import Context, ProbeFailure, TypedDict, file_entry, open_regular
 
 try:
@@ -46,9 +47,10 @@ class FileDigest(TypedDict, total=False):
     pattern: str  # the glob it came from, when it came from one
 
 
-class ChecksumsValue(TypedDict):
+class ChecksumsValue(TypedDict, total=False):
     files: list[FileDigest]
     unmatched: list[str]  # globs that matched nothing
+    source: dict[str, Any]  # the profile's paths, or what the workspace's layout offered
 
 
 def digest_file(
@@ -115,9 +117,7 @@ def _one(path: str, algorithms: Sequence[str], pattern: str | None) -> FileDiges
 
 
 def collect(params: dict[str, Any], ctx: Context) -> ChecksumsValue:
-    paths = params.get("paths")
-    if not isinstance(paths, list):
-        raise ProbeFailure("bad_params", "checksums needs a list of paths")
+    paths, source = layout.chosen_many(params, ("scripts", "configs", "launch_files"))
     algorithms = params.get("algorithms", ["md5", "sha256"])
     for a in algorithms:
         if a not in hashlib.algorithms_available:
@@ -132,7 +132,7 @@ def collect(params: dict[str, Any], ctx: Context) -> ChecksumsValue:
             files.extend(_one(m, algorithms, p) for m in matches)
         else:
             files.append(_one(p, algorithms, None))
-    return {"files": files, "unmatched": unmatched}
+    return {"files": files, "unmatched": unmatched, "source": source}
 
 
 VALUE = ChecksumsValue

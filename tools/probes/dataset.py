@@ -21,6 +21,7 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
+from . import layout
 from ._common import Context, ProbeFailure, TypedDict, file_entry, open_regular
 
 NAME = "dataset"
@@ -36,6 +37,8 @@ TEXT_FIELDS = (
     "conversations",
     "conversation",
 )
+
+COLUMNAR = (".parquet", ".arrow")
 
 # Pre-tokenized prompts: a list whose length is the sequence length a model sees.
 TOKEN_FIELDS = ("input_ids", "token_ids", "tokens")
@@ -74,9 +77,10 @@ class DatasetFile(TypedDict, total=False):
     pattern: str
 
 
-class DatasetValue(TypedDict):
+class DatasetValue(TypedDict, total=False):
     files: list[DatasetFile]
     unmatched: list[str]
+    source: dict[str, Any]  # the profile's paths, or the workspace layout's prompt files
 
 
 def distribution(vals: Sequence[float]) -> Dist:
@@ -222,9 +226,11 @@ def one(path: str, params: dict[str, Any], pattern: str | None) -> DatasetFile:
 
 
 def collect(params: dict[str, Any], ctx: Context) -> DatasetValue:
-    paths = params.get("paths")
-    if not isinstance(paths, list):
-        raise ProbeFailure("bad_params", "dataset needs a list of paths")
+    paths, source = layout.chosen_many(params, ("dataset",))
+    if "workspace" in source:
+        # Columnar files need pyarrow to read: named in the fact, not read.
+        source["not_read"] = [p for p in paths if p.lower().endswith(COLUMNAR)]
+        paths = [p for p in paths if not p.lower().endswith(COLUMNAR)]
     files: list[DatasetFile] = []
     unmatched: list[str] = []
     for p in paths:
@@ -235,7 +241,7 @@ def collect(params: dict[str, Any], ctx: Context) -> DatasetValue:
             files.extend(one(m, params, p) for m in matches[:100])
         else:
             files.append(one(p, params, None))
-    return {"files": files, "unmatched": unmatched}
+    return {"files": files, "unmatched": unmatched, "source": source}
 
 
 VALUE = DatasetValue

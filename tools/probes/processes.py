@@ -149,20 +149,15 @@ def describe(
     return p
 
 
-def collect(params: dict[str, Any], ctx: Context) -> ProcessesValue:
-    match = params.get("match") or ["train"]
-    if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
-        raise ProbeFailure("bad_params", "processes: match must be a list of strings")
+def matching_pids(match: list[str]) -> list[int]:
+    """The pids whose command line holds one of ``match``: the trainer's candidates
+    (the caches probe reads their environment too)."""
     try:
         pids = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
     except OSError as exc:
         raise ProbeFailure("unavailable", f"/proc unreadable: {exc.strerror}") from None
     me = {os.getpid(), os.getppid()}
-    boot = _boot_time()
-    ticks = os.sysconf("SC_CLK_TCK")
-    now = time.time()
-    found: list[Proc] = []
-    truncated = False
+    found = []
     for pid in pids:
         if pid in me:
             continue
@@ -172,15 +167,25 @@ def collect(params: dict[str, Any], ctx: Context) -> ProcessesValue:
             continue
         cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace")
         # The bundle itself (``python3 -``) and the tools around it are not the trainer.
-        if not any(m in cmd for m in match) or "dflash-doctor" in cmd:
-            continue
-        if len(found) >= MAX_PROCS:
-            truncated = True
-            break
+        if any(m in cmd for m in match) and "dflash-doctor" not in cmd:
+            found.append(pid)
+    return found
+
+
+def collect(params: dict[str, Any], ctx: Context) -> ProcessesValue:
+    match = params.get("match") or ["train"]
+    if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
+        raise ProbeFailure("bad_params", "processes: match must be a list of strings")
+    boot = _boot_time()
+    ticks = os.sysconf("SC_CLK_TCK")
+    now = time.time()
+    found: list[Proc] = []
+    pids = matching_pids(match)
+    for pid in pids[:MAX_PROCS]:
         p = describe(pid, boot, ticks, now)
         if p is not None:
             found.append(p)
-    return {"match": match, "processes": found, "truncated": truncated}
+    return {"match": match, "processes": found, "truncated": len(pids) > MAX_PROCS}
 
 
 VALUE = ProcessesValue

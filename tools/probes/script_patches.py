@@ -18,7 +18,8 @@ import glob
 import os
 from typing import Any
 
-from ._common import Context, ProbeFailure, TypedDict
+from . import layout
+from ._common import Context, TypedDict
 
 NAME = "script_patches"
 TIMEOUT = 60.0
@@ -62,10 +63,11 @@ class ScriptReport(TypedDict, total=False):
     markers: dict[str, list[int]]  # marker -> line numbers (first 20)
 
 
-class ScriptPatchesValue(TypedDict):
+class ScriptPatchesValue(TypedDict, total=False):
     files: list[ScriptReport]
     patches: int
     unmatched: list[str]
+    source: dict[str, Any]  # the profile's paths, or the workspace layout's scripts
 
 
 def _dotted(node: ast.AST) -> str:
@@ -186,9 +188,7 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
 
 
 def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
-    paths = params.get("paths")
-    if not isinstance(paths, list):
-        raise ProbeFailure("bad_params", "script_patches needs a list of paths")
+    paths, chosen = layout.chosen_many(params, ("scripts",))
     files, unmatched = expand(paths)
     reports: list[ScriptReport] = []
     for path in files:
@@ -206,6 +206,7 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
         "files": reports,
         "patches": sum(len(r.get("patches", [])) for r in reports),
         "unmatched": unmatched,
+        "source": chosen,
     }
 
 

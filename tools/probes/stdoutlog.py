@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..parsers import stdoutlog as parser
+from . import layout
 from ._common import Context, ProbeFailure, file_entry, open_regular
 
 NAME = "stdoutlog"
@@ -17,9 +18,7 @@ TIMEOUT = 120.0
 
 
 def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    path = params.get("path")
-    if not path:
-        raise ProbeFailure("bad_params", "stdoutlog needs a path")
+    path, source = layout.chosen(params, "stdout_logs", "console log")
     try:
         parser.compile_signatures(params.get("extra_signatures", []))
     except ValueError as exc:
@@ -34,6 +33,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
             max_line=int(params.get("max_line", 1 << 20)),
         )
     value["file"] = file_entry(path)
+    value["source"] = source
     return value
 
 
