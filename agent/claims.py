@@ -277,6 +277,9 @@ def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[b
     left, right = values[pred.a], values[pred.b]
     how = difference(left, right) if isinstance(left, str) and isinstance(right, str) else None
     pair = f"{_v(pred.a, values)} and {_v(pred.b, values)}"
+    if (left is None) != (right is None) and isinstance(left or right, str):
+        # None is what a probe found: no such package, or torch built without CUDA.
+        return True, f"{pair}: only one has a version"
     if how is None:
         return None, f"{pair}: not both versions"
     if how == "release":

@@ -119,6 +119,21 @@ CASES: list[tuple[str, list[tuple[str, dict[str, Any] | None, str | None]], str 
         "has no torch version (now)",
     ),
     (
+        "python agrees, the installed torch not observed",  # not refuted: torch is open
+        [
+            ("pyenv", pyenv(torch=None), None),
+            ("checkpoints", checkpoints({"torch": "2.11.0+cu130", "python": "3.11.7"}), None),
+        ],
+        "unverifiable",
+        "has no torch version (now)",
+    ),
+    (
+        "a CUDA build recorded, a CPU build installed",
+        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"cuda": "12.8"}), None)],
+        "verified",
+        "only one has a version",
+    ),
+    (
         "pyenv failed",
         [
             ("pyenv", None, "bundle_failed: python3: not found"),
@@ -154,6 +169,24 @@ def test_rule_table(
     assert hyp.status == status, [v.sentence for v in hyp.verdicts]
     assert any(sentence in v.sentence for v in hyp.verdicts), [v.sentence for v in hyp.verdicts]
     assert all(len(v.cites) == 2 for v in hyp.verdicts)  # the installed and the recorded fact
+
+
+def test_with_a_snapshot_the_snapshot_is_the_baseline() -> None:
+    """A snapshot whose versions match: refuted, though a checkpoint records another
+    Lightning (the known good state is the snapshot, not what a checkpoint recorded)."""
+    ledger = Ledger()
+    then = ledger.append(Fact(probe="pyenv", target="local", value=pyenv())).id
+    now = [
+        ledger.append(Fact(probe=probe, target="local", value=value)).id
+        for probe, value in (("pyenv", pyenv()), ("checkpoints", checkpoints({"lightning": "1.9"})))
+    ]
+    now_pyenv = ledger.get(now[0])
+    assert resolve(now_pyenv, ("packages", "@name=lightning", "version")) == "2.6.6"
+    entries = diff(comparables(ledger, now), ledger, now, [then])
+    (hyp,) = EnvironmentDrift().propose(Evidence(ledger=ledger, fact_ids=now, diff=entries))
+    hyp = verify(hyp, ledger)
+    assert hyp.status == "refuted", [v.sentence for v in hyp.verdicts]
+    assert all(then in v.cites for v in hyp.verdicts)
 
 
 def test_unread_checkpoints_leave_the_question_open() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from agent.claims import MISSING, Claim, Differs, Ref, VersionDiffers, resolve
 from agent.comparables import ENVIRONMENT_KEYS, STATIC, VERSION_KEYS
+from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence
 from agent.versions import difference
@@ -30,16 +31,13 @@ def _claim(key: str, now: Ref, then: Ref) -> Claim:
     return Claim(predicate=Differs(a=now, b=then))
 
 
-def _on_recorded(evidence: Evidence) -> list[Claim]:
-    """Claims on every quantity the checkpoints record, for when the diff compared none:
-    the installed value was then not observed (its probe failed, or found no such
-    package), and the claim is checked and comes out unverifiable, not failed."""
-    recorded = evidence.latest("checkpoints")
-    if recorded is None or not recorded.ok:
-        return []
+def _unobserved(evidence: Evidence, recorded: Fact, compared: set[str]) -> list[Claim]:
+    """Claims on the quantities the checkpoints record that the diff could not compare:
+    the installed value was not observed (its probe failed, or the interpreter probed has
+    no such package), so each is checked and comes out unverifiable, not failed."""
     claims = []
     for item in STATIC:
-        if item.key not in ENVIRONMENT_KEYS or item.derived is None:
+        if item.key not in ENVIRONMENT_KEYS or item.derived is None or item.key in compared:
             continue
         if resolve(recorded, item.derived[1]) is MISSING:
             continue
@@ -62,30 +60,34 @@ class EnvironmentDrift:
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         compared = [d for d in evidence.diff if d.key in ENVIRONMENT_KEYS]
-        if compared:
-            differing = [d for d in compared if _differs(d.key, d.current_value, d.baseline_value)]
-            # Drift is "any of these differs": claim the ones that do; with none, claim
-            # them all, so the refutation lists every version that was compared.
-            chosen = differing or compared
+        differing = [d for d in compared if _differs(d.key, d.current_value, d.baseline_value)]
+        checkpoints = evidence.latest("checkpoints")
+        read = checkpoints if checkpoints is not None and checkpoints.ok else None
+        # Drift is "any of these differs". One that does is the answer; otherwise it is
+        # refuted only if every recorded version was compared: one whose installed value
+        # was not observed leaves it open. (With a snapshot, the snapshot is the baseline
+        # and what checkpoints record is not the question.)
+        derived = read is not None and all(d.baseline.fact == read.id for d in compared)
+        unobserved = (
+            _unobserved(evidence, read, {d.key for d in compared})
+            if read is not None and derived and not differing
+            else []
+        )
+        if differing or unobserved or compared:
+            claims = (
+                [_claim(d.key, d.current, d.baseline) for d in differing]
+                or unobserved
+                or [_claim(d.key, d.current, d.baseline) for d in compared]
+            )
             return [
                 Hypothesis(
                     kind="environment_drift",
-                    claims=tuple(_claim(d.key, d.current, d.baseline) for d in chosen),
+                    claims=tuple(claims),
                     weight=max(1, len(differing)),
                     probes=("pyenv", "integrity"),
                 )
             ]
-        pending = _on_recorded(evidence)
-        if pending:
-            return [
-                Hypothesis(
-                    kind="environment_drift",
-                    claims=tuple(pending),
-                    probes=("pyenv",),
-                )
-            ]
-        checkpoints = evidence.latest("checkpoints")
-        if checkpoints is not None and checkpoints.ok:
+        if read is not None:
             # The checkpoints were read and record no versions, and no snapshot exists:
             # nothing says what the environment was, so there is nothing to drift from.
             return []
