@@ -11,10 +11,10 @@ import html
 import re
 from dataclasses import dataclass
 
-from agent.comparables import drafter_group
 from agent.facts import Fact, Ledger
 from agent.report import Report
 from agent.state import DiagnosisState
+from agent.throughput import subject
 
 _ID = re.compile(r"\[(F-[0-9a-f]{4,})\]")
 
@@ -27,23 +27,43 @@ class Series:
 
 
 def throughput_series(fact: Fact | None, label: str) -> Series | None:
-    """Drafter tokens/s per log window of a train-log fact (step of the window's start)."""
-    if fact is None or not fact.ok or not isinstance(fact.value, dict):
+    """The judged throughput (agent.throughput's subject: the drafter series, a sum over
+    several, or the log's one series) per log window of a train-log fact, at the step of
+    the window's start."""
+    found = subject(fact)
+    if fact is None or found is None or not isinstance(fact.value, dict):
         return None
-    group = drafter_group(fact)
     windows = fact.value.get("windows")
-    if group is None or not isinstance(windows, list):
+    if not isinstance(windows, list):
         return None
+    if found.members:
+        members = list(found.members)
+    elif found.path[0] == "groups":
+        members = [str(found.path[1])]
+    else:
+        members = []
     points = []
     for window in windows:
         if not isinstance(window, dict):
             continue
-        by_group = window.get("tok_s_median_by_group")
-        value = by_group.get(group) if isinstance(by_group, dict) else None
         step = window.get("first_step")
+        by_group = window.get("tok_s_median_by_group")
+        if members:
+            vals = [by_group.get(g) for g in members] if isinstance(by_group, dict) else []
+            nums = [v for v in vals if isinstance(v, int | float)]
+            # A window's sum is drawn only where every series has a value in it.
+            value: object = sum(nums) if nums and len(nums) == len(members) else None
+        else:
+            value = window.get("tok_s_median")
         if isinstance(value, int | float) and isinstance(step, int | float):
             points.append((float(step), float(value)))
     return Series(label, fact.id, points) if points else None
+
+
+def series_title(fact: Fact | None) -> str:
+    """What the plot shows, in the log's own words ("drafter tokens/s", "tokens/s")."""
+    found = subject(fact)
+    return f"{found.who if found else ''}tokens/s per log window"
 
 
 def _latest(ledger: Ledger, ids: list[str], probe: str) -> Fact | None:
@@ -71,7 +91,7 @@ def _svg(series: list[Series], width: int = 760, height: int = 280) -> str:
     colors = {"now": "#c0392b", "baseline": "#7f8c8d"}
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        'role="img" aria-label="drafter tokens per second per log window">',
+        'role="img" aria-label="tokens per second per log window">',
         f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_r}" y2="{height - pad_b}" '
         'stroke="#333"/>',
         f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{height - pad_b}" stroke="#333"/>',
@@ -141,7 +161,9 @@ def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
             for s in series
         )
         out += [
-            "<h2 id='throughput'>drafter tokens/s per log window</h2>",
+            "<h2 id='throughput'>"
+            + html.escape(series_title(_latest(ledger, state.facts, "trainlog")))
+            + "</h2>",
             f"<div class='legend'>{legend}</div>",
             _svg(series),
         ]
