@@ -42,8 +42,19 @@ def _checkpoints(v: dict[str, Any]) -> str:
 def _trainlog(v: dict[str, Any]) -> str:
     tp = v.get("throughput") or {}
     steps = v.get("steps") or {}
+    schema = v.get("schema") or {}
+    read = ""
+    if schema:
+        # What was inferred, so a wrong guess is visible at a glance (and fixable in
+        # the profile's log_fields).
+        fields = ", ".join(
+            f"{role}={schema.get(role)}"
+            for role in ("step", "loss", "throughput")
+            if schema.get(role) is not None
+        )
+        read = f"{schema.get('format')} ({fields or 'no known fields'}), "
     return (
-        f"{v.get('records')} records, steps {steps.get('min')}–{steps.get('max')}, "
+        f"{read}{v.get('records')} records, steps {steps.get('min')}–{steps.get('max')}, "
         f"recent median {tp.get('recent_median')} {tp.get('unit', '')}, "
         f"malformed {v.get('malformed')}"
     )
