@@ -19,6 +19,7 @@ import pytest
 
 from agent.claims import Verdict
 from agent.proposer import form_claim, parse_answer
+from agent.rules import default_rules
 from agent.session import app_state
 from tests.test_cli import SCRIPT
 from tests.workspaces import SMALL, Scenario, clone, ready_to_race
@@ -371,6 +372,6 @@ def test_healthy_run_is_no_fault_found_with_what_was_checked_and_no_fix_offered(
     assert not [s for s in doc["sections"] if s["title"].startswith("fix")]
     assert "paused" not in result.stderr
     checked = next(s for s in doc["sections"] if s["title"] == "what was checked")
-    assert len(checked["lines"]) == 8  # every failure family
+    assert len(checked["lines"]) == len(default_rules())  # every failure family
     listed = {f["id"] for f in doc["facts"]}
     assert all(line["cites"] and set(line["cites"]) <= listed for line in checked["lines"])
