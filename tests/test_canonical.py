@@ -385,3 +385,18 @@ def test_the_reference_trainers_own_metadata_normalises(good_workspace: Path) ->
     assert value["recorded"]["config"] == meta["config"]
     assert value["recorded_from"]["torch"] == f"{newest['name']}/metadata.json:torch.version"
     assert value["recorded_from"]["dataset_size"] == f"{newest['name']}/metadata.json:dataset.size"
+
+
+def test_the_layouts_environment_files_are_the_baseline_where_checkpoints_record_none(
+    tmp_path: Path,
+) -> None:
+    """No profile, only a workspace: the checkpoint directory and the saved pip freeze
+    are both found by the layout, and the freeze fills what the checkpoints do not record."""
+    (tmp_path / "outputs" / "step_100").mkdir(parents=True)
+    (tmp_path / "outputs" / "step_100" / "model.safetensors").write_bytes(b"\0" * 8)
+    write(tmp_path, "pip-freeze.txt", "torch==2.11.0+cu130\n")
+    value = checkpoints.collect({"workspace": str(tmp_path)}, None)  # type: ignore[arg-type]
+    assert value["path"] == str(tmp_path / "outputs")
+    assert value["environment"]["files"] == [str(tmp_path / "pip-freeze.txt")]
+    assert value["recorded"] == {"torch": "2.11.0+cu130"}
+    assert value["recorded_from"] == {"torch": f"{tmp_path}/pip-freeze.txt:line 1"}

@@ -282,6 +282,8 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 "metadata_names": list(spec.metadata_names),
                 "metadata_keys": dict(spec.metadata_keys),
                 "env_files": list(spec.env_files),
+                # Where the layout looks for saved environment files the profile omits.
+                "workspace": spec.workspace,
                 "deep": spec.deep_checkpoint_check,
             }, ""
         case "trainlog":

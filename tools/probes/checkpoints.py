@@ -89,19 +89,10 @@ class CheckpointsValue(TypedDict):
     recorded_from: dict[str, str]
 
 
-# Besides the metadata record: files a checkpoint carries that record versions or config.
-RECORD_NAMES = ("config.json", "trainer_state.json", "hparams.yaml")
-
-
 def _records_in(names: list[str], listing: list[str]) -> list[str]:
     """The files of ``listing`` the normaliser reads, metadata records first."""
     first = [n for n in names if n in listing]
-    rest = [
-        n
-        for n in listing
-        if n not in first
-        and (n in RECORD_NAMES or _canonical.is_env_file(n) or n.lower().endswith(".ckpt"))
-    ]
+    rest = [n for n in listing if n not in first and _canonical.is_record_file(n)]
     return first + rest
 
 
@@ -111,10 +102,36 @@ def canonical_of(files: list[tuple[str, str]], key_map: dict[str, str]) -> dict[
     notes: list[str] = []
     parts = [_canonical.read(path, name, key_map, notes) for path, name in files]
     out = _canonical.merge(parts)
+    if "config" in out["canonical"]:
+        out["canonical"]["config"] = _clip(out["canonical"]["config"])  # as the record is
     for quantity, key in sorted(key_map.items()):
         if quantity not in out["canonical"]:
             notes.append(f"the profile maps {quantity} to {key!r}; no record holds it")
     out["canonical_notes"] = notes
+    return out
+
+
+def saved_environment(
+    params: dict[str, Any], path: str, listing: list[str]
+) -> list[tuple[str, str]]:
+    """The saved environment files to read, as (path, name to cite): the profile's
+    ``env_files`` (globs expanded here), else those the workspace's layout found; and
+    the ones in the checkpoint directory itself."""
+    given = params.get("env_files") or ()
+    files = [f for g in given for f in (sorted(glob.glob(g)) if glob.has_magic(g) else [g])]
+    if not given and params.get("workspace"):
+        try:
+            found = layout.discover(str(params["workspace"]))["env_files"]
+        except ProbeFailure:
+            found = []  # the workspace's own failure is the layout probe's fact
+        files = [str(c["path"]) for c in found if c.get("path")]
+    beside = [
+        os.path.join(path, n)
+        for n in listing
+        if _canonical.is_env_file(n) or n in ("hparams.yaml", "hparams.yml")
+    ]
+    out = [(f, f) for f in files]
+    out += [(f, os.path.basename(f)) for f in beside if f not in files]
     return out
 
 
@@ -411,17 +428,7 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
     ]
     for entry, (_key, read) in zip(steps, found[-max_steps:]):
         entry["step"], entry["epoch"], entry["form"] = read["step"], read["epoch"], read["form"]
-    # The profile's (or the layout's) saved environment files; a glob is expanded here.
-    env_files = [
-        (f, f)
-        for given in params.get("env_files") or ()
-        for f in (sorted(glob.glob(given)) if glob.has_magic(given) else [given])
-    ]
-    env_files += [
-        (os.path.join(path, n), n)
-        for n in listing
-        if _canonical.is_env_file(n) or n in ("hparams.yaml", "hparams.yml")
-    ]
+    env_files = saved_environment(params, path, listing)
     environment = canonical_of(env_files, key_map)
     environment["files"] = [name for _, name in env_files]
     baseline, baseline_from = recorded(steps, environment)
