@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-pytest_plugins = ["tests.sshd", "tests.workspaces"]
+pytest_plugins = ["tests.sshd", "tests.workspaces", "tests.foreign_trainers"]
 
 
 def need(available: bool, component: str, reason: str) -> None:
