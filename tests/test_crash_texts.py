@@ -1,12 +1,14 @@
 """torch's crash texts (tests/torch_error_texts.py) against the stdout-log parser's
 signatures, against the installed torch where it holds the code that writes them, and
 produced for real where a CPU can produce them: an exception escaping a thread, gloo's
-collective timeout between two real processes, dynamo's recompile-limit warning."""
+collective timeout between two real processes, dynamo's recompile-limit warning, and
+libstdc++'s terminate handler for a C++ exception nothing caught."""
 
 from __future__ import annotations
 
 import importlib.util
 import io
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -275,3 +277,26 @@ def test_real_gloo_collective_timeout(tmp_path: Path, torch_module: Any) -> None
     assert cause["last"].startswith("RuntimeError: ["), run.stderr
     assert "Timed out waiting 1000ms for recv operation" in cause["last"]
     assert "[rank0]: Traceback (most recent call last):" in run.stderr
+
+
+@pytest.mark.slow
+def test_real_cpp_terminate_what_line(tmp_path: Path) -> None:
+    """libstdc++'s own terminate handler, for a C++ exception nothing caught (as NCCL's
+    watchdog thread throws one): the what() line is the exception line."""
+    compiler = shutil.which("c++")
+    need(compiler is not None, "a C++ compiler", "install g++ (build-essential)")
+    assert compiler is not None
+    source = tmp_path / "abort.cpp"
+    what = texts.NCCL_WATCHDOG_TIMEOUT.replace('"', '\\"')
+    source.write_text(
+        f'#include <stdexcept>\nint main() {{ throw std::runtime_error("{what}"); }}\n'
+    )
+    binary = tmp_path / "abort"
+    subprocess.run([compiler, str(source), "-o", str(binary)], check=True, timeout=120)
+    run = subprocess.run([str(binary)], capture_output=True, text=True, timeout=30)
+    assert run.returncode != 0
+    out = scan(tmp_path, run.stdout + run.stderr)
+    cause = out["exception_causes"]["collective_timeout"]
+    assert cause["exception"] == "std::runtime_error", run.stderr
+    assert cause["last"] == texts.NCCL_WATCHDOG_TIMEOUT
+    assert out["signatures"]["cpp_terminate"]["count"] == 1

@@ -7,7 +7,8 @@ tests/test_crash_texts.py checks every text against the parser's signatures and,
 the installed torch holds the code that writes it, against that code.
 
 A text a CPU can produce is produced for real in the tests (gloo's collective timeout,
-dynamo's recompile-limit warning, an exception escaping a ``threading.Thread``); what
+dynamo's recompile-limit warning, an exception escaping a ``threading.Thread``,
+libstdc++'s terminate handler); what
 is here is what needs a GPU, NCCL or an older torch. The numbers in a text (sizes, sequence
 numbers, milliseconds) are examples; the words around them are the library's own.
 
