@@ -115,6 +115,14 @@ RECORDS: list[tuple[str, object, dict[str, Any], dict[str, str]]] = [
         {"transformers": "requirements.txt:line 2"},
     ),
     (
+        "pip-list.txt",  # `pip list`, and `conda list` below it: columns
+        "Package    Version\n---------- ----------\ntorch      2.13.0+cpu\n"
+        "triton     3.5.0      /src/triton\n# Name  Version  Build  Channel\n"
+        "python  3.11.9  h955ad1f_0  conda-forge\n",
+        {"torch": "2.13.0+cpu", "triton": "3.5.0", "python": "3.11.9"},
+        {"torch": "pip-list.txt:line 3", "python": "pip-list.txt:line 6"},
+    ),
+    (
         "environment.yml",  # `conda env export`
         "name: train\nchannels:\n  - pytorch\ndependencies:\n  - python=3.11.9=h955ad1f_0\n"
         "  - pytorch=2.3.0=py3.11_cuda12.1_cudnn8.9.2_0\n  - pytorch-cuda=12.1=ha16c6d3_5\n"
@@ -194,6 +202,7 @@ def test_unreadable_or_odd_records_are_notes_not_errors(
         ("collect_env.txt", True),
         ("wandb-metadata.json", True),
         ("conda-environment.yaml", True),
+        ("pip-list.txt", True),
         ("train_stdout.log", False),
         ("config.json", False),
         ("notes.txt", False),

@@ -114,7 +114,7 @@ PICKLE_MAX = 8 << 20  # bytes of a checkpoint's pickle scanned for its version k
 # Saved environment listings by name: pip freeze, requirements pins, conda exports,
 # torch's collect_env report, and JSON ones (wandb-metadata.json, env.json) read as records.
 ENV_NAMES = re.compile(
-    r"^(.*freeze.*\.txt|requirements.*\.txt|(conda[-_])?environment.*\.ya?ml|"
+    r"^(.*freeze.*\.txt|pip[-_]?list.*\.txt|requirements.*\.txt|(conda[-_])?environment.*\.ya?ml|"
     r"conda.*\.ya?ml|.*[-_.]env\.txt|env\.txt|collect[-_]env.*\.txt|versions\.txt|"
     r".*\.env\.json|env\.json|environment\.json|wandb-metadata\.json)$",
     re.IGNORECASE,
@@ -133,6 +133,8 @@ RECORD_FILES = (
     *CONFIG_FILES,
 )
 _PIN = re.compile(r"^\s*(?:-\s*|\[pip\d?\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*===?\s*([^\s;#]+)")
+# ``pip list`` (columns: name, version, location) and ``conda list`` (name, version, build).
+_COLUMNS = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d[^\s]*)(\s+\S+)*\s*$")
 _CONDA = re.compile(r"^\s*(?:-\s*|\[conda\]\s*)([A-Za-z0-9][A-Za-z0-9._-]*)(?:=|\s+)([^=\s]+)")
 _COLLECT_ENV = {
     "PyTorch version": "torch",
@@ -229,7 +231,8 @@ def _trainer_state(record: dict[str, Any], found: Found) -> None:
 
 
 def from_text(text: str, source: str) -> Found:
-    """Versions in a pip freeze, requirements pin, conda listing or collect_env report.
+    """Versions in a pip freeze or list, requirements pin, conda export or list, or a
+    collect_env report.
 
     Only exact pins (``==``) are records of what was installed; ``>=`` is a wish.
     """
@@ -244,7 +247,7 @@ def from_text(text: str, source: str) -> Found:
             if usable is not None and quantity not in found:
                 found[quantity] = (usable, where)
             continue
-        match = _PIN.match(line) or _CONDA.match(line)
+        match = _PIN.match(line) or _CONDA.match(line) or _COLUMNS.match(line)
         if not match:
             continue
         name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
