@@ -120,6 +120,12 @@ class TrainerSite:
         return f"{self.workspace}/.dflash-doctor"
 
     @property
+    def started_file(self) -> str:
+        """The doctor's own record of the trainer it started (never the trainer's pid
+        file: a trainer may refuse to start while its pid file names a live process)."""
+        return f"{self.state_dir}/started.pid"
+
+    @property
     def start_dir(self) -> str:
         return self.cwd or self.workspace
 
@@ -319,8 +325,11 @@ class Transaction:
         )
 
     def _running(self) -> int | None:
-        """The trainer's pid: from the pid file, else the process the probes saw."""
+        """The trainer's pid: from its pid file, else the doctor's record of the one it
+        started, else the process the probes saw."""
         pid = self.remote.running_pid(self.site.pid_file)
+        if pid is None and self.site.pid_file != self.site.started_file:
+            pid = self.remote.running_pid(self.site.started_file)
         if pid is None and self.site.trainer_pid is not None:
             pid = self.site.trainer_pid if self.remote.alive(self.site.trainer_pid) else None
         return pid
@@ -330,7 +339,7 @@ class Transaction:
             argv, cwd=self.site.start_dir, log=f"{self.site.state_dir}/launch.log"
         )
         # The doctor's own record of what it started: a launch file need not write one.
-        self.remote.write(self.site.pid_file, f"{pid}\n".encode())
+        self.remote.write(self.site.started_file, f"{pid}\n".encode())
         return pid
 
     def _backup(self, plan: FixPlan) -> dict[str, bytes | None]:

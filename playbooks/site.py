@@ -171,7 +171,8 @@ def site(
         )
     common: dict[str, Any] = {
         "workspace": ws,
-        "pid_file": f"{_state(ws)}/trainer.pid",
+        # No pid file of its own: the doctor's record of the trainer it started.
+        "pid_file": f"{_state(ws)}/started.pid",
         "train_log": train_log,
         "stdout_log": stdout_log,
         "interpreter": interpreter,

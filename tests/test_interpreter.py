@@ -23,7 +23,7 @@ from tools.transport import LocalTransport, open_target
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-def _venv(where: Path, *, torch: bool) -> Path:
+def make_venv(where: Path, *, torch: bool) -> Path:
     """A real virtualenv; with ``torch``, this test run's site-packages (torch included)
     are visible in it through a .pth file, as a venv that installed torch would see it."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
@@ -38,8 +38,8 @@ def _venv(where: Path, *, torch: bool) -> Path:
 def venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("venvs")
     return {
-        "torch": _venv(root / "with-torch", torch=True),
-        "bare": _venv(root / "without-torch", torch=False),
+        "torch": make_venv(root / "with-torch", torch=True),
+        "bare": make_venv(root / "without-torch", torch=False),
     }
 
 
@@ -77,7 +77,7 @@ def test_the_workspace_venv_comes_before_path(
     a torch-capable Python on PATH does not override it."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    _venv(ws / ".venv", torch=False)
+    make_venv(ws / ".venv", torch=False)
     monkeypatch.setenv("PATH", f"{venvs['torch'].parent}:{SYSTEM_PATH}")
     chosen, env = _choose(SweepSpec(discover_interpreter=True, workspace=str(ws)))
     assert chosen["path"] == str(ws / ".venv/bin/python")
@@ -95,7 +95,7 @@ def test_the_workspace_venv_comes_before_path(
 def test_a_conda_env_in_the_workspace_is_found(tmp_path: Path) -> None:
     """A directory of the workspace holding conda-meta/ is a conda env."""
     env_dir = tmp_path / "ws" / "miniconda-env"
-    _venv(env_dir, torch=False)
+    make_venv(env_dir, torch=False)
     (env_dir / "conda-meta").mkdir()
     chosen, _ = _choose(SweepSpec(discover_interpreter=True, workspace=str(tmp_path / "ws")))
     assert chosen["path"] == str(env_dir / "bin/python")
@@ -120,7 +120,7 @@ def running_trainer(venvs: dict[str, Path], tmp_path: Path) -> Iterator[subproce
     its workspace (which also holds a venv without torch: the running process wins)."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    _venv(ws / ".venv", torch=False)
+    make_venv(ws / ".venv", torch=False)
     (ws / "run_pretrain.py").write_text("import time\ntime.sleep(60)\n")
     env = {"PATH": f"{venvs['torch'].parent}:{SYSTEM_PATH}"}
     proc = subprocess.Popen(["python", "run_pretrain.py"], cwd=ws, env=env)
@@ -192,7 +192,7 @@ def test_discovery_through_ssh_and_a_container_hop(
     `timeout` and the `pct exec` hop, and still finds the workspace's venv."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    _venv(ws / ".venv", torch=True)
+    make_venv(ws / ".venv", torch=True)
     target = open_target(f"{sshd_server.uri}/pct:200", ssh=options(sshd_server))
     try:
         result = sweep(

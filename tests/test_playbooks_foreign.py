@@ -14,6 +14,7 @@ the lock was injected, that torch's FX-trace error is gone, never a throughput r
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -32,6 +33,8 @@ from playbooks.base import FX_ERROR, FileChange, unified
 from playbooks.launch import current, with_flag
 from playbooks.remote import ApplyError
 from playbooks.site import running_trainer, site
+from tests.test_cli import cli
+from tests.test_interpreter import make_venv
 from tools.bundle import SweepSpec, sweep
 from tools.transport import LocalTransport
 
@@ -265,3 +268,64 @@ def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
     cmdline = Path(f"/proc/{restarted}/cmdline").read_bytes().split(b"\0")
     assert b"--steps" in cmdline and b"31" not in cmdline
     subprocess.run(["kill", str(restarted)], check=False)
+
+
+def _profile(run: UserRun) -> Path:
+    """The user's doctor.toml: where its logs are and how it is launched; no interpreter
+    (found on the target: the workspace's venv), no process pattern (its script)."""
+    path = run.ws.parent / "doctor.toml"
+    path.write_text(
+        "\n".join(
+            [
+                "[targets.user]",
+                'uri = "local"',
+                f'workspace = "{run.ws}"',
+                f'train_log = "{run.metrics}"',
+                f'stdout_log = "{run.console}"',
+                f'scripts = ["{run.ws}/train_threads.py"]',
+                f"launch = {json.dumps(run.command)}",
+            ]
+        )
+        + "\n"
+    )
+    return path
+
+
+def _sections(stdout: bytes) -> dict[str, list[str]]:
+    report = json.loads(stdout)
+    return {s["title"]: [line["text"] for line in s["lines"]] for s in report["sections"]}
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_diagnose_then_approve_fixes_the_user_trainer(raced: UserRun) -> None:
+    """End to end, as a user runs it: `diagnose` verifies the race on this trainer, plans
+    lock-warmup from the profile's launch command, reports why process-isolation is not
+    offered, and waits for approval; `resume --approve` applies it, verified."""
+    make_venv(raced.ws / ".venv", torch=True)
+    config = _profile(raced)
+    before = _tree(raced.ws)
+    done = cli("-q", "diagnose", "--config", str(config), "--non-interactive", "--json")
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    sections = _sections(done.stdout)
+    assert any(t.startswith("FX-tracing race") for t in sections), list(sections)
+    assert sections["fix not offered"] == [
+        f"process-isolation: the trainer declares no --workers processes option (not in "
+        f"{raced.ws}/train_threads.py nor in the modules it imports from its tree): only "
+        "the trainer can run one process per device"
+    ]
+    steps = sections["fix: lock-warmup"]
+    assert (
+        f"step: restart the trainer from the launch file {raced.ws}/.dflash-doctor/launch.sh "
+        "(from the profile's launch command)"
+    ) in steps
+    assert _tree(raced.ws) == before  # a plan waiting for approval wrote nothing
+    hint = done.stderr.decode().strip().splitlines()[-1]
+    assert hint.startswith("paused for approval: dflash-doctor resume "), hint
+    session = hint.split()[5]
+    applied = cli("-q", "resume", session, "--approve", "--json")
+    assert applied.returncode == 0, applied.stderr.decode()[-3000:]
+    outcome = " ".join(" ".join(v) for v in _sections(applied.stdout).values())
+    assert "applied" in outcome, outcome
+    assert FX_ERROR not in raced.console.read_text()
+    assert "dflash-doctor compile-lock hook active" in raced.console.read_text()
