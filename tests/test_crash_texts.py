@@ -300,3 +300,23 @@ def test_real_cpp_terminate_what_line(tmp_path: Path) -> None:
     assert cause["exception"] == "std::runtime_error", run.stderr
     assert cause["last"] == texts.NCCL_WATCHDOG_TIMEOUT
     assert out["signatures"]["cpp_terminate"]["count"] == 1
+
+
+def test_real_ignored_exception_states_no_cause(tmp_path: Path) -> None:
+    """Python's own "Exception ignored in: ..." (a __del__ raising at shutdown, common in
+    healthy runs) is followed by a traceback that ended nothing: no cause."""
+    log = python(
+        tmp_path,
+        """
+        class Handle:
+            def __del__(self):
+                raise AttributeError("'NoneType' object has no attribute 'close'")
+        h = Handle()
+        print("training done")
+        del h
+        """,
+    )
+    out = scan(tmp_path, log)
+    assert out["signatures"]["exception_ignored"]["count"] == 1, log
+    assert "AttributeError" in out["exceptions"]
+    assert out["exception_causes"] == {} and out["exception_lines"] == 0

@@ -152,6 +152,13 @@ SIGNATURES: Sequence[Signature] = (
         ("terminate called after throwing",),
     ),
     Signature(
+        "exception_ignored",
+        r"^(?:[^\n]*[\]:] ?)?Exception ignored (?:in|on|while)\b",
+        "Python reported an exception it ignored (in a __del__, a callback, at shutdown): "
+        "the traceback after it ended nothing",
+        ("Exception ignored ",),
+    ),
+    Signature(
         "thread_exception",
         r"Exception in (?:thread|process) [^\n]*",
         "an exception escaped a thread or worker process (the name follows)",
@@ -311,6 +318,7 @@ class _Scanner:
         self.threads: dict[str, _Hit] = {}
         self.pending_thread: str | None = None  # "Exception in thread X:" just seen
         self.pending_thread_line: int | None = None
+        self.ignored_line = -1  # where "Exception ignored in ..." was last seen
         self.pending_tb: dict[str, Any] | None = None  # traceback still open at block end
         self.tail: deque[str] = deque(maxlen=10)
 
@@ -322,9 +330,11 @@ class _Scanner:
         thread: str | None,
         index: int,
         name: str | None = None,
+        ignored: bool = False,
     ) -> None:
         """One exception line (a traceback's last, or a C++ exception's what()); ``index``
-        is its place among all lines read, ``name`` its class when the text lacks it."""
+        is its place among all lines read, ``name`` its class when the text lacks it. One
+        Python said it ignored states no cause."""
         if name is None:  # a traceback's line: its prefix goes, the class leads
             m = _PREFIX.match(text)
             if m:
@@ -335,6 +345,8 @@ class _Scanner:
         if thread is not None:
             key = f"{thread} -> {name}"
             self.threads.setdefault(key, _Hit()).add(line, offset, text)
+        if ignored:
+            return
         cause = next((sid for sid, regex in self.cause_regexes if regex.search(text)), name)
         found = self.causes.setdefault(cause, _Cause(name))
         found.add(line, offset, text)
@@ -395,7 +407,14 @@ class _Scanner:
                 local = data.count(b"\n", 0, start)
                 line = None if first_line is None else first_line + local
                 index = self.seen + local + 1
-                self._exception(line, offset + start, data[start:end], tb["thread"], index)
+                self._exception(
+                    line,
+                    offset + start,
+                    data[start:end],
+                    tb["thread"],
+                    index,
+                    ignored=tb["ignored"],
+                )
             elif tb["lines"] + n < TB_LINES:
                 tb["lines"] += n
                 self.pending_tb = tb
@@ -412,6 +431,8 @@ class _Scanner:
                 t = _THREAD.search(text)
                 self.pending_thread = _clip(t.group(1)) if t else "?"
                 self.pending_thread_line = at
+            elif sig == "exception_ignored":
+                self.ignored_line = at
             elif sig == "cpp_terminate":
                 self._terminate(data, start, end, line, offset, at)
             elif sig == "traceback":
@@ -420,15 +441,26 @@ class _Scanner:
                     thread = self.pending_thread
                 self.pending_thread = None
                 prefix = text[: text.find(_TB_HEAD)] if _TB_HEAD in text else b""
+                ignored = self.ignored_line == at - 1
                 tb_start, tb_end, n = _tb_end(data, end + 1, prefix, TB_LINES)
                 if tb_start >= 0:
                     below = data.count(b"\n", start, tb_start)
                     tb_line = None if line is None else line + below
                     self._exception(
-                        tb_line, offset + tb_start, data[tb_start:tb_end], thread, at + below
+                        tb_line,
+                        offset + tb_start,
+                        data[tb_start:tb_end],
+                        thread,
+                        at + below,
+                        ignored=ignored,
                     )
                 elif n < TB_LINES:
-                    self.pending_tb = {"thread": thread, "prefix": prefix, "lines": n}
+                    self.pending_tb = {
+                        "thread": thread,
+                        "prefix": prefix,
+                        "lines": n,
+                        "ignored": ignored,
+                    }
         self.seen += data.count(b"\n") + 1
 
     def end(self, data_tail: Sequence[bytes]) -> None:
