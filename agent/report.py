@@ -117,6 +117,25 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                 ],
             )
         )
+    python = [f for f in (ledger.get(i) for i in state.facts) if f.probe == "interpreter" and f.ok]
+    if python and isinstance(python[-1].value, dict):
+        # Which Python the facts came from, and why that one: discovered or given.
+        chosen = python[-1].value
+        candidates = chosen.get("candidates")
+        looked = len(candidates) if isinstance(candidates, list) else 0
+        sections.append(
+            Section(
+                title="probed with",
+                lines=[
+                    Line(
+                        text=f"the target's Python {chosen.get('path')}: "
+                        f"{chosen.get('chosen_because')}"
+                        + (f" ({looked} candidate(s) looked at)" if looked else ""),
+                        cites=[python[-1].id],
+                    )
+                ],
+            )
+        )
     if state.diff:
         sections.append(
             Section(

@@ -134,6 +134,10 @@ def test_diagnose_applies_the_profile_for_its_uri(config: Path) -> None:
     assert f"settings: profile 'here' of {config}" in done.stderr.decode()
     report = json.loads(done.stdout)
     assert report["target"] == "local"
+    probed = next(s for s in report["sections"] if s["title"] == "probed with")
+    assert [line["text"] for line in probed["lines"]] == [
+        f"the target's Python {sys.executable}: the profile's interpreter (no discovery)"
+    ]
 
 
 def test_health_labels_the_target_by_the_profile_its_uri_matches(config: Path) -> None:

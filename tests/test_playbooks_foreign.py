@@ -314,6 +314,10 @@ def test_diagnose_then_approve_fixes_the_user_trainer(raced: UserRun) -> None:
         f"{raced.ws}/train_threads.py nor in the modules it imports from its tree): only "
         "the trainer can run one process per device"
     ]
+    assert sections["probed with"] == [
+        f"the target's Python {raced.ws}/.venv/bin/python: the workspace's virtualenv "
+        f"{raced.ws}/.venv (1 candidate(s) looked at)"
+    ]
     steps = sections["fix: lock-warmup"]
     assert (
         f"step: restart the trainer from the launch file {raced.ws}/.dflash-doctor/launch.sh "
