@@ -71,7 +71,10 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
         workspace = spec.workspace or (str(process["cwd"]) if process else None)
         if not workspace:
             raise ApplyError("no workspace known for the trainer (--workspace or the profile)")
-        remote = Remote(transport, interpreter=spec.interpreter)
+        # The Python the sweep ran on (discovered or given) runs the fix's operations too.
+        ran = evidence.value("interpreter", "path")
+        python_here = ran if isinstance(ran, str) and ran else spec.interpreter
+        remote = Remote(transport, interpreter=python_here)
         train_log = spec.train_log or _first(evidence.value("layout", "train_logs"))
         stdout_log = spec.stdout_log or _first(evidence.value("layout", "stdout_logs"))
         launch = spec.launch
@@ -85,7 +88,7 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
             workspace=workspace,
             train_log=train_log,
             stdout_log=stdout_log,
-            interpreter=spec.interpreter,
+            interpreter=python_here,
             launch=launch,
             process=process,
             python=python,
