@@ -78,7 +78,9 @@ def test_oom_in_two_workers_is_one_verified_cause(tmp_path: Path) -> None:
     assert "exception lines stating: a GPU ran out of memory = 2" in text
     assert "line number of its first exception line = 25" in text
     assert "line number of its last exception line = 30" in text
-    assert "threads it ended (it escaped their run) = ['gpu-1', 'gpu-2']" in text
+    assert (
+        "threads or worker processes it ended (it escaped their run) = ['gpu-1', 'gpu-2']" in text
+    )
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate" in text
     assert h.predictions and h.predictions[0].probe == "gpus"
     assert h.cites == [fact.id]

@@ -320,3 +320,23 @@ def test_real_ignored_exception_states_no_cause(tmp_path: Path) -> None:
     assert out["signatures"]["exception_ignored"]["count"] == 1, log
     assert "AttributeError" in out["exceptions"]
     assert out["exception_causes"] == {} and out["exception_lines"] == 0
+
+
+def test_real_worker_process_traceback_names_its_process(tmp_path: Path) -> None:
+    """multiprocessing's own "Process NAME:" before the traceback of a worker process
+    that died of it."""
+    log = python(
+        tmp_path,
+        """
+        import multiprocessing as mp
+        def work():
+            raise ValueError("bad shard 3")
+        if __name__ == "__main__":
+            p = mp.Process(target=work, name="drafter-sim:1")
+            p.start(); p.join()
+            print("exit code", p.exitcode)
+        """,
+    )
+    cause = scan(tmp_path, log)["exception_causes"]["ValueError"]
+    assert cause["threads"] == ["drafter-sim:1"], log
+    assert cause["outside_threads"] == 0

@@ -100,7 +100,7 @@ class CrashStated:
                 label = f"line number of its {end} exception line"
                 claims.append(Claim(predicate=Exists(a=ref(log, *at, f"{end}_line", label=label))))
         if record.get("threads") and has(log, *at, "threads"):
-            label = "threads it ended (it escaped their run)"
+            label = "threads or worker processes it ended (it escaped their run)"
             claims.append(Claim(predicate=Exists(a=ref(log, *at, "threads", label=label))))
         else:
             label = "log lines after its last exception line"

@@ -160,9 +160,11 @@ SIGNATURES: Sequence[Signature] = (
     ),
     Signature(
         "thread_exception",
-        r"Exception in (?:thread|process) [^\n]*",
+        # threading's excepthook, and multiprocessing's BaseProcess._bootstrap
+        # ("Process NAME:" then the traceback) for a worker process.
+        r"Exception in (?:thread|process) [^\n]*|^(?:[^\n]*[\]:] ?)?Process \S+:[ \t]*$",
         "an exception escaped a thread or worker process (the name follows)",
-        ("Exception in thread ", "Exception in process "),
+        ("Exception in thread ", "Exception in process ", "Process "),
     ),
     Signature(
         "traceback",
@@ -174,7 +176,7 @@ SIGNATURES: Sequence[Signature] = (
 
 SAMPLE = 300
 TB_LINES = 5000  # a traceback longer than this is reported without its exception line
-_THREAD = re.compile(rb"Exception in (?:thread|process) (.*?):?\s*$")
+_THREAD = re.compile(rb"(?:Exception in (?:thread|process) (.*?):?|Process (\S+):)\s*$")
 _TB_HEAD = b"Traceback (most recent call last):"
 # What trainers and launchers put before each line: a timestamp, [tags], torchrun's
 # "[rank0]:" and "[default0]:", glog's "E1130 12:00:01.123456 1234 file.cpp:632] ", and
@@ -429,7 +431,7 @@ class _Scanner:
             sig = self.signatures[index].id
             if sig == "thread_exception":
                 t = _THREAD.search(text)
-                self.pending_thread = _clip(t.group(1)) if t else "?"
+                self.pending_thread = _clip(t.group(1) or t.group(2)) if t else "?"
                 self.pending_thread_line = at
             elif sig == "exception_ignored":
                 self.ignored_line = at
