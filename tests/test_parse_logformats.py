@@ -380,3 +380,22 @@ def test_files_the_real_writers_wrote(tmp_path: Path) -> None:
     assert pl["format"] == "csv"
     assert (pl["records"], pl["steps"]["max"], pl["schema"]["loss"]) == (31, 29, "train_loss_step")
     assert pl["malformed"] == 0
+
+
+def test_profile_log_fields_reach_the_probe() -> None:
+    """``log_fields.format`` and ``tokens`` travel to the probe; an unknown format is
+    refused with the known ones named; a workspace without a named log is passed on for
+    the probe to look in."""
+    from pydantic import ValidationError
+
+    from tools.bundle import SweepSpec, build_plan
+    from tools.profile import LogFields
+
+    fields = LogFields(format="csv", tokens="num_tokens", step="it")
+    spec = SweepSpec(workspace="/ws", log_fields=fields.as_params())
+    [planned] = [p for p in build_plan(spec, only=["trainlog"]).probes]
+    assert planned.params is not None
+    assert planned.params["workspace"] == "/ws" and "path" not in planned.params
+    assert planned.params["fields"] == {"format": "csv", "step": "it", "tokens": "num_tokens"}
+    with pytest.raises(ValidationError, match="unknown log format 'xml'; known: jsonl, csv"):
+        LogFields(format="xml")
