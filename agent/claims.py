@@ -277,9 +277,12 @@ def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[b
     left, right = values[pred.a], values[pred.b]
     how = difference(left, right) if isinstance(left, str) and isinstance(right, str) else None
     pair = f"{_v(pred.a, values)} and {_v(pred.b, values)}"
-    if (left is None) != (right is None) and isinstance(left or right, str):
-        # None is what a probe found: no such package, or torch built without CUDA.
-        return True, f"{pair}: only one has a version"
+    if left is None and right is None:
+        return False, f"{pair}: neither has a version"
+    if (left is None) != (right is None):
+        # None on one side: the interpreter probed has no such package (or a CPU torch, no
+        # CUDA). That may be the wrong interpreter rather than drift: left open.
+        return None, f"{pair}: only one has a version; not compared"
     if how is None:
         return None, f"{pair}: not both versions"
     if how == "release":

@@ -128,10 +128,24 @@ CASES: list[tuple[str, list[tuple[str, dict[str, Any] | None, str | None]], str 
         "has no torch version (now)",
     ),
     (
-        "a CUDA build recorded, a CPU build installed",
-        [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"cuda": "12.8"}), None)],
+        # The interpreter probed lacks a package the run recorded: maybe not the trainer's
+        # interpreter at all, so this is left open rather than called drift.
+        "a recorded package the probed interpreter lacks",
+        [
+            ("pyenv", pyenv(), None),
+            ("checkpoints", checkpoints({"cuda": "12.8", "python": "3.11.7"}), None),
+        ],
+        "unverifiable",
+        "only one has a version; not compared",
+    ),
+    (
+        "a difference decides even beside an open one",
+        [
+            ("pyenv", pyenv(), None),
+            ("checkpoints", checkpoints({"cuda": "12.8", "torch": "2.11.0"}), None),
+        ],
         "verified",
-        "only one has a version",
+        "are different releases",
     ),
     (
         "pyenv failed",

@@ -19,10 +19,15 @@ from agent.rules.base import Evidence
 from agent.versions import difference
 
 
-def _differs(key: str, now: object, then: object) -> bool:
-    if key in VERSION_KEYS and isinstance(now, str) and isinstance(then, str):
-        return difference(now, then) in ("build", "release")
-    return now != then
+def _compare(key: str, now: object, then: object) -> str:
+    """``differs``, ``same``, or ``open``: a version against none (the interpreter probed
+    lacks the package: perhaps not the trainer's) or against text that is no version."""
+    if key not in VERSION_KEYS or (now is None and then is None):
+        return "differs" if now != then else "same"
+    how = difference(now, then) if isinstance(now, str) and isinstance(then, str) else None
+    if how is None:
+        return "open"
+    return "same" if how == "same" else "differs"
 
 
 def _claim(key: str, now: Ref, then: Ref) -> Claim:
@@ -60,13 +65,15 @@ class EnvironmentDrift:
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         compared = [d for d in evidence.diff if d.key in ENVIRONMENT_KEYS]
-        differing = [d for d in compared if _differs(d.key, d.current_value, d.baseline_value)]
+        how = {d.key: _compare(d.key, d.current_value, d.baseline_value) for d in compared}
+        differing = [d for d in compared if how[d.key] == "differs"]
+        left_open = [d for d in compared if how[d.key] == "open"]
         checkpoints = evidence.latest("checkpoints")
         read = checkpoints if checkpoints is not None and checkpoints.ok else None
         # Drift is "any of these differs". One that does is the answer; otherwise it is
         # refuted only if every recorded version was compared: one whose installed value
-        # was not observed leaves it open. (With a snapshot, the snapshot is the baseline
-        # and what checkpoints record is not the question.)
+        # was not observed, or is none, leaves it open. (With a snapshot, the snapshot is
+        # the baseline and what checkpoints record is not the question.)
         derived = read is not None and all(d.baseline.fact == read.id for d in compared)
         unobserved = (
             _unobserved(evidence, read, {d.key for d in compared})
@@ -76,7 +83,7 @@ class EnvironmentDrift:
         if differing or unobserved or compared:
             claims = (
                 [_claim(d.key, d.current, d.baseline) for d in differing]
-                or unobserved
+                or [_claim(d.key, d.current, d.baseline) for d in left_open] + unobserved
                 or [_claim(d.key, d.current, d.baseline) for d in compared]
             )
             return [
