@@ -63,7 +63,15 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
         "train/global_step",
         "trainer/global_step",
     ),
-    "loss": ("loss", "train_loss", "train/loss", "train_loss_step", "lm_loss", "total_loss"),
+    "loss": (
+        "loss",
+        "train_loss",
+        "train/loss",
+        "train_loss_step",
+        "lm_loss",
+        "total_loss",
+        "global_avg_loss",  # torchtitan's loss_metrics/global_avg_loss
+    ),
     "throughput": (
         "tok/s",
         "tokens_per_sec",
@@ -76,6 +84,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
         "tokens/s",
         "tok_s",
         "tps",
+        "throughput(tps)",  # torchtitan
         "throughput",
         "train/tokens_per_sec",
         "train/tokens_per_second",
