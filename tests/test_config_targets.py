@@ -27,6 +27,7 @@ def _profile(path: Path, ws: Path, *extra: str) -> Path:
                 f'interpreter = "{sys.executable}"',
                 f'workspace = "{ws}"',
                 "torch_import = false",
+                "integrity_packages = []",
                 "",
                 *extra,
             ]
@@ -56,11 +57,18 @@ def _interpreter_reason(document: dict[str, object]) -> str:
     return str(fact["value"]["chosen_because"])
 
 
-@pytest.mark.parametrize("form", ["here", "local"])
-def test_facts_applies_the_profile_for_a_name_or_its_uri(config: Path, form: str) -> None:
+def test_a_name_and_its_uri_resolve_to_the_same_profile(config: Path) -> None:
+    by_name = resolve_target("here", config=str(config))
+    by_uri = resolve_target("local", config=str(config))
+    assert by_name.spec == by_uri.spec and by_name.name == by_uri.name == "here"
+    assert by_name.settings == f"profile 'here' of {config} (named by --target)"
+    assert by_uri.settings == f"profile 'here' of {config} (its uri is local)"
+
+
+def test_facts_applies_the_profile_for_its_uri(config: Path) -> None:
     """`--target local --config X` no longer ignores X: its workspace and interpreter are
     used, and the output says which profile applied."""
-    document, err = _facts("--target", form, "--config", str(config))
+    document, err = _facts("--target", "local", "--config", str(config))
     assert f"profile 'here' of {config}" in str(document["settings"])
     assert f"settings: profile 'here' of {config}" in err
     assert _interpreter_reason(document) == "the profile's interpreter (no discovery)"
@@ -71,9 +79,11 @@ def test_facts_applies_the_profile_for_a_name_or_its_uri(config: Path, form: str
 
 
 def test_without_config_a_uri_says_no_profile_applies() -> None:
-    document, _ = _facts("--target", "local", "--interpreter", sys.executable)
-    assert document["settings"] == "no profile: local with the default settings and no workspace"
-    assert _interpreter_reason(document) == "given by --interpreter (no discovery)"
+    resolved = resolve_target("local", interpreter=sys.executable)
+    assert resolved.settings == "no profile: local with the default settings and no workspace"
+    assert resolved.profile is None
+    assert resolved.spec.interpreter_reason == "given by --interpreter (no discovery)"
+    assert resolve_target("local").spec.discover_interpreter is True
 
 
 def test_a_uri_no_profile_has_is_one_line_exit_2(config: Path) -> None:
@@ -108,8 +118,9 @@ def test_a_config_without_targets_is_not_silently_ignored(tmp_path: Path) -> Non
 
 
 def test_the_interpreter_option_overrides_the_profile(config: Path) -> None:
-    document, _ = _facts("--target", "local", "--config", str(config), "--interpreter", "python3")
-    assert _interpreter_reason(document) == "given by --interpreter (no discovery)"
+    spec = resolve_target("local", config=str(config), interpreter="python3").spec
+    assert (spec.interpreter, spec.discover_interpreter) == ("python3", False)
+    assert spec.interpreter_reason == "given by --interpreter (no discovery)"
 
 
 def test_snapshot_applies_the_profile_for_its_uri(config: Path) -> None:
