@@ -157,7 +157,7 @@ def exec_(
 
 WorkspaceOpt = Annotated[
     str | None,
-    typer.Option("--workspace", "-w", help="The incident's layout: DIR/checkpoints/{step_N,…}."),
+    typer.Option("--workspace", "-w", help="The trainer's workspace; its layout is found there."),
 ]
 InterpreterOpt = Annotated[
     str | None, typer.Option("--interpreter", help="The target's Python (e.g. a venv's).")

@@ -146,10 +146,20 @@ def scenarios(rec: Recorder, only: set[str] | None) -> None:
         shutil.rmtree(ws, ignore_errors=True)
         shutil.copytree(base, ws)
         assert trainer("init", "--workspace", ws).returncode == 0
-        rec.snapshot(ws, name)
+        extra: tuple[str, ...] = ()
+        if name == "cache-wiped":
+            # The trainer sets its cache directory in code, out of a sweep's sight: the
+            # profile names it (a cache nothing names is no evidence when it is missing).
+            profile = rec.root / f"{name}.toml"
+            profile.write_text(
+                f'[targets.trainer]\nuri = "local"\nworkspace = "{ws}"\n'
+                f'extra_caches = ["{ws}/compile_cache"]\n'
+            )
+            extra = ("--config", str(profile))
+        rec.snapshot(ws, name, "local", *extra)
         if breaker:
             assert trainer(*breaker, "--workspace", ws).returncode == 0
-        rec.diagnose(ws, name, name)
+        rec.diagnose(ws, name, name, "local", *extra)
     if want("fx-race") or want("incident-ssh"):
         ws = rec.root / "fx-race"
         shutil.rmtree(ws, ignore_errors=True)
