@@ -153,7 +153,7 @@ SIGNATURES: Sequence[Signature] = (
     ),
     Signature(
         "exception_ignored",
-        r"^(?:[^\n]*[\]:] ?)?Exception ignored (?:in|on|while)\b",
+        r"Exception ignored (?:in|on|while)\b",
         "Python reported an exception it ignored (in a __del__, a callback, at shutdown): "
         "the traceback after it ended nothing",
         ("Exception ignored ",),
@@ -162,7 +162,7 @@ SIGNATURES: Sequence[Signature] = (
         "thread_exception",
         # threading's excepthook, and multiprocessing's BaseProcess._bootstrap
         # ("Process NAME:" then the traceback) for a worker process.
-        r"Exception in (?:thread|process) [^\n]*|^(?:[^\n]*[\]:] ?)?Process \S+:[ \t]*$",
+        r"Exception in (?:thread|process) [^\n]*|Process \S+:[ \t]*$",
         "an exception escaped a thread or worker process (the name follows)",
         ("Exception in thread ", "Exception in process ", "Process "),
     ),
