@@ -30,7 +30,7 @@ def _caches(v: dict[str, Any]) -> str:
     parts = []
     for c in v.get("caches", []):
         state = f"{c.get('files')} files" if c.get("exists") else "absent"
-        parts.append(f"{c.get('cache')} {state}")
+        parts.append(f"{c.get('cache')} {state} ({c.get('source')})")
     return " · ".join(parts)
 
 
@@ -94,6 +94,22 @@ def _integrity(v: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _layout(v: dict[str, Any]) -> str:
+    def best(role: str) -> str:
+        found = [c for c in v.get(role) or [] if c.get("path")]
+        return str(found[0]["path"]) if found else "none"
+
+    counts = ", ".join(
+        f"{len([c for c in v.get(r) or [] if c.get('path')])} {r.replace('_', ' ')}"
+        for r in ("scripts", "configs", "launch_files", "envs", "unrecognised")
+    )
+    return (
+        f"checkpoints {best('checkpoint_dirs')} · train log {best('train_logs')} · "
+        f"console {best('stdout_logs')} · {counts}"
+        + (f" · walk truncated at {v.get('entries')} entries" if v.get("truncated") else "")
+    )
+
+
 def _files(v: dict[str, Any]) -> str:
     files = v.get("files", [])
     return f"{len(files)} files" + (
@@ -107,6 +123,7 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "interpreter": lambda v: f"{v.get('path')}: {v.get('chosen_because')}",
     "gpus": _gpus,
     "processes": lambda v: f"{len(v.get('processes', []))} matching processes",
+    "layout": _layout,
     "caches": _caches,
     "checksums": _files,
     "script_patches": lambda v: f"{v.get('patches')} patches",
