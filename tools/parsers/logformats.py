@@ -65,7 +65,7 @@ _PAIR = re.compile(
 _LEAD_STEP = re.compile(r"(?:step|iter|iteration)\s+(\d+)\b", re.IGNORECASE)
 # tqdm's bar (``42%|####  | 42/100 [00:12<00:17, 3.4it/s, loss=2.3]``): its postfix
 # looks like metrics but is a running display, without a step.
-_PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[\d+:\d+")
+_PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[\d+:\d+|\d+it \[\d+:\d+")
 _COLUMN = re.compile(r"[A-Za-z_][\w./\-()\[\]]{0,127}\Z")  # a metric's name
 _TENSOR = re.compile(r"tensor\((" + _NUMBER + r")[,)]")
 
@@ -73,29 +73,53 @@ _TENSOR = re.compile(r"tensor\((" + _NUMBER + r")[,)]")
 def _number(text: str) -> Any:
     """``text`` as an int or float when it is one (``1,234`` too), else ``text``."""
     t = text.strip()
-    m = _TENSOR.match(t)
-    if m:
-        t = m.group(1)
+    if t.isdigit():
+        return int(t)
+    if t.startswith("tensor("):
+        m = _TENSOR.match(t)
+        if m:
+            t = m.group(1)
     if "," in t and re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", t):
         t = t.replace(",", "")
     try:
-        return int(t)
+        return float(t) if "." in t or "e" in t or "n" in t else int(t)
     except ValueError:
-        pass
-    try:
-        return float(t)
-    except ValueError:
-        return text
+        try:
+            return float(t)
+        except ValueError:
+            return text
+
+
+# A log's lines share their timestamps' seconds in runs: parsing one costs more than the
+# rest of the line, so the seconds are parsed once and the fraction added.
+_STAMP_MEMO: dict[str, float | None] = {}
 
 
 def _stamp(text: str) -> float | None:
     """Epoch seconds of a ``logging`` time (local time, as ``logging`` writes it)."""
     t = text.replace(",", ".")
-    for fmt in ("%m/%d/%Y %H:%M:%S",):
-        try:
-            return datetime.strptime(t, fmt).timestamp()
-        except ValueError:
-            pass
+    whole, dot, rest = t.partition(".")
+    frac, zone = rest, ""
+    if dot:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        frac, zone = rest[:digits], rest[digits:]
+    key = whole + zone
+    base = _STAMP_MEMO.get(key, -1.0)
+    if base == -1.0:
+        base = _parse_stamp(key)
+        if len(_STAMP_MEMO) > 4096:
+            _STAMP_MEMO.clear()
+        _STAMP_MEMO[key] = base
+    if base is None:
+        return None
+    return base + (float("0." + frac) if frac else 0.0)
+
+
+def _parse_stamp(t: str) -> float | None:
+    try:
+        return datetime.strptime(t, "%m/%d/%Y %H:%M:%S").timestamp()
+    except ValueError:
+        pass
     try:
         s = t[:-1] + "+00:00" if t.endswith("Z") else t
         return datetime.fromisoformat(s.replace("T", " ", 1)).timestamp()
@@ -106,8 +130,10 @@ def _stamp(text: str) -> float | None:
 def _strip_prefix(line: str) -> tuple[str, dict[str, Any]]:
     """The message of a line, and what its prefix said (``time``, ``rank``)."""
     meta: dict[str, Any] = {}
-    rest = _ANSI.sub("", line).strip()
+    rest = (_ANSI.sub("", line) if "\x1b" in line else line).strip()
     for _ in range(2):  # the rank may come before or after the time
+        if not rest or not (rest[0] == "[" or rest[0].isdigit()):
+            break  # neither a rank tag nor a time: the cheap, common case
         m = _RANK.match(rest)
         if m:
             meta["rank"] = int(m.group(1))
@@ -150,7 +176,7 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
     ``specforge``, ``dict``, ``pairs``); None and ``""`` when it holds none, and None
     and ``specforge_eval`` for an evaluation line (not a training step)."""
     msg, meta = _strip_prefix(line)
-    if _PROGRESS.search(msg):
+    if ("%|" in msg or "it/s" in msg or "s/it" in msg) and _PROGRESS.search(msg):
         return None, "progress"
     rec: dict[str, Any] | None = None
     shape = ""
