@@ -194,3 +194,33 @@ def test_fact_summary_names_the_causes(tmp_path: Path) -> None:
     lines = [*thread_crash("gpu-1", texts.CUDA_OOM), *thread_crash("gpu-2", texts.CUDA_OOM)]
     fact, _ = log_fact(tmp_path, lines, ledger)
     assert summarize(fact).endswith(" · exception lines by cause: cuda_oom×2")
+
+
+def test_the_race_outranks_a_crash_beside_it(tmp_path: Path) -> None:
+    """The incident's log with torch's other error in a second worker: both verified, the
+    FX race (the explanation) ranked above the crash it caused."""
+    ledger = Ledger()
+    lines = [
+        *PROGRESS,
+        *thread_crash("drafter-1", texts.FX_NESTED_TRACE),
+        *thread_crash("target-2", "NameError: module is not installed as a submodule"),
+    ]
+    log, _ = log_fact(tmp_path, lines, ledger)
+    source = ledger.append(
+        Fact(
+            probe="torch_source",
+            target="local",
+            value={
+                "binds_check_at_wrap": {"value": True},
+                "holds_compiling_flag": {"value": False},
+            },
+        )
+    )
+    evidence = Evidence(ledger, [log.id, source.id])
+    proposed = [*FxTraceRace().propose(evidence), *CrashStated().propose(evidence)]
+    found = rank([verify(h, ledger) for h in proposed])
+    assert [(h.kind, h.status) for h in found] == [
+        ("fx_trace_race", "verified"),
+        ("crash_stated", "verified"),
+    ], [sentences(h) for h in found]
+    assert "NameError raised" in sentences(found[1])
