@@ -399,3 +399,18 @@ def test_profile_log_fields_reach_the_probe() -> None:
     assert planned.params["fields"] == {"format": "csv", "step": "it", "tokens": "num_tokens"}
     with pytest.raises(ValidationError, match="unknown log format 'xml'; known: jsonl, csv"):
         LogFields(format="xml")
+
+
+def test_console_log_ending_in_a_progress_bar_is_not_cut(tmp_path: Path) -> None:
+    """tqdm redraws its bar with a carriage return, so a live console log ends without a
+    newline: that is no cut record (which would read as damage), while a CSV row cut
+    mid-write is."""
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(specforge_lines(5)) + "\nTraining Epoch 0:  6%|#  | 6/100 [00:06<")
+    out = summarize(p)
+    assert (out["cut_last_line"], out["unterminated_last_line"]) == (False, True)
+    assert out["records"] == 5
+    csv_log = tmp_path / "metrics.csv"
+    csv_log.write_text("epoch,step,train_loss\n0,1,2.5\n0,2,2.4\n0,3")
+    out = summarize(csv_log)
+    assert out["cut_last_line"] is True and out["records"] == 2

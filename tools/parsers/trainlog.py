@@ -1169,8 +1169,12 @@ class _Summarizer:
             if not overlong:
                 d = self.parse_other(data, line, offset, last=True)
             if d is None:
-                if self.fmt == "text" and data.strip() and not overlong:
-                    return False  # a text line without a record: nothing was cut
+                if self.fmt == "text" and not overlong:
+                    # Console logs end without a newline all the time (tqdm redraws its
+                    # bar with a carriage return): a last line that holds no record is
+                    # unterminated, not a record cut mid-write.
+                    self.other_lines += 1
+                    return True
                 self.bad("cut_last_line", line, offset, data)
                 return False
             self.batch([d], [line], [offset])
