@@ -394,3 +394,11 @@ def test_layout_fact_summary_names_what_was_taken(tmp_path: Path) -> None:
     assert "console none" in line and "1 configs" in line
     cut = summarize(Fact(probe="layout", target="local", value=discover(root, max_entries=3)))
     assert cut.endswith("walk truncated at 3 entries")
+
+
+def test_a_workspace_that_is_itself_an_environment(tmp_path: Path) -> None:
+    (tmp_path / "conda-meta").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").write_text("")
+    v = discover(tmp_path)
+    assert [(c["path"], c["kind"]) for c in v["envs"]] == [(str(tmp_path), "conda")]

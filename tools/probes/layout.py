@@ -254,6 +254,11 @@ class _Walk:
             self.seen_dirs.add((st.st_dev, st.st_ino))
         except OSError:
             pass
+        # The workspace may itself be an environment (a conda prefix used as one).
+        if os.path.isfile(os.path.join(self.root, "pyvenv.cfg")):
+            self._env(self.root, "venv", "the workspace holds pyvenv.cfg (a virtualenv)", 0)
+        elif os.path.isdir(os.path.join(self.root, "conda-meta")):
+            self._env(self.root, "conda", "the workspace holds conda-meta/ (a conda env)", 0)
         level: list[tuple[str, int, bool]] = [(self.root, 0, False)]  # path, depth, in_ckpt
         while level and not self.truncated:
             nxt: list[tuple[str, int, bool]] = []
