@@ -414,3 +414,19 @@ def test_console_log_ending_in_a_progress_bar_is_not_cut(tmp_path: Path) -> None
     csv_log.write_text("epoch,step,train_loss\n0,1,2.5\n0,2,2.4\n0,3")
     out = summarize(csv_log)
     assert out["cut_last_line"] is True and out["records"] == 2
+
+
+def test_trainer_state_cut_mid_write(tmp_path: Path) -> None:
+    """A trainer state that ends inside its JSON document was written in part: a cut
+    file, as a cut last line is for a line log; one that is whole but no trainer state
+    is damage of another kind."""
+    whole = json.dumps({"log_history": [{"loss": 2.0, "step": 5}]}, indent=2)
+    p = tmp_path / "trainer_state.json"
+    p.write_text(whole[: len(whole) // 2])
+    out = summarize(p)
+    assert out["cut_last_line"] is True
+    assert out["malformed_by_reason"] == {"cut_document": 1}
+    p.write_text('{"global_step": 5}')
+    out = summarize(p)
+    assert out["cut_last_line"] is False
+    assert out["malformed_by_reason"] == {"not_trainer_state": 1}

@@ -1601,6 +1601,10 @@ def _trainer_state(
     else:
         try:
             steps, summaries, evals, state = logformats.trainer_state_records(json.loads(data))
+        except json.JSONDecodeError as exc:
+            # Ends inside the document: written only in part (a copy or a save cut off).
+            at_end = exc.pos >= len(data.rstrip()) or exc.msg.startswith("Unterminated string")
+            problem = "cut_document" if at_end else "not_json"
         except ValueError:
             problem = "not_trainer_state"
     window = max(1, math.ceil(len(steps) / max(1, windows)))
@@ -1622,7 +1626,7 @@ def _trainer_state(
         "lines_read": None,
     }
     out["unterminated_last_line"] = False
-    out["cut_last_line"] = False
+    out["cut_last_line"] = problem == "cut_document"
     return out
 
 
