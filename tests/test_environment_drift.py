@@ -92,7 +92,7 @@ CASES: list[tuple[str, list[tuple[str, dict[str, Any] | None, str | None]], str 
         "a Lightning checkpoint from another Lightning",
         [("pyenv", pyenv(), None), ("checkpoints", checkpoints({"lightning": "2.5.0"}), None)],
         "verified",
-        "Lightning version (baseline) = '2.5.0'",
+        "Lightning version (baseline) from step_10/meta.json:lightning = '2.5.0'",
     ),
     (
         "same versions",
@@ -247,8 +247,8 @@ def diagnose_foreign(tmp_path: Path, recorded_torch: str) -> tuple[Any, Ledger, 
 @pytest.mark.slow
 def test_a_foreign_checkpoint_recording_another_torch_is_drift(tmp_path: Path) -> None:
     """``meta.json`` records torch 2.11.0+cu130 while this torch is installed: drift is
-    verified, citing the installed version and the recorded one with the file and key it
-    came from."""
+    verified, citing the installed version and the recorded one, named with the file and
+    key it came from."""
     state, ledger, report = diagnose_foreign(tmp_path, "2.11.0+cu130")
     drift = [h for h in state.hypotheses if h.kind == "environment_drift"]
     assert [h.status for h in drift] == ["verified"], [
@@ -257,7 +257,8 @@ def test_a_foreign_checkpoint_recording_another_torch_is_drift(tmp_path: Path) -
     (verdict,) = drift[0].verdicts
     installed = metadata.version("torch")
     assert f"torch version (now) = '{installed}'" in verdict.sentence
-    assert "torch version (baseline) = '2.11.0+cu130'" in verdict.sentence
+    baseline = "torch version (baseline) from step_100/meta.json:torch = '2.11.0+cu130'"
+    assert baseline in verdict.sentence
     assert "are different releases" in verdict.sentence
     pyenv_fact, ckpt_fact = (ledger.get(i) for i in verdict.cites)
     assert (pyenv_fact.probe, ckpt_fact.probe) == ("pyenv", "checkpoints")

@@ -30,7 +30,19 @@ def _compare(key: str, now: object, then: object) -> str:
     return "same" if how == "same" else "differs"
 
 
-def _claim(key: str, now: Ref, then: Ref) -> Claim:
+def _sourced(evidence: Evidence, then: Ref) -> Ref:
+    """A recorded baseline value labelled with the file and key it was read from (the
+    checkpoints fact's ``recorded_from``), so the sentence says where to look."""
+    if len(then.path) != 2 or then.path[0] != "recorded" or then.fact not in evidence.ledger:
+        return then
+    origin = resolve(evidence.ledger.get(then.fact), ("recorded_from", then.path[1]))
+    if not isinstance(origin, str):
+        return then
+    return then.model_copy(update={"label": f"{then.show()} from {origin}"})
+
+
+def _claim(key: str, now: Ref, then: Ref, evidence: Evidence) -> Claim:
+    then = _sourced(evidence, then)
     if key in VERSION_KEYS:
         return Claim(predicate=VersionDiffers(a=now, b=then))
     return Claim(predicate=Differs(a=now, b=then))
@@ -54,6 +66,7 @@ def _unobserved(evidence: Evidence, recorded: Fact, compared: set[str]) -> list[
                 item.key,
                 Ref(fact=current.id, path=item.path, label=f"{item.label} (now)"),
                 Ref(fact=recorded.id, path=item.derived[1], label=f"{item.label} (baseline)"),
+                evidence,
             )
         )
     return claims
@@ -82,9 +95,9 @@ class EnvironmentDrift:
         )
         if differing or unobserved or compared:
             claims = (
-                [_claim(d.key, d.current, d.baseline) for d in differing]
-                or [_claim(d.key, d.current, d.baseline) for d in left_open] + unobserved
-                or [_claim(d.key, d.current, d.baseline) for d in compared]
+                [_claim(d.key, d.current, d.baseline, evidence) for d in differing]
+                or [_claim(d.key, d.current, d.baseline, evidence) for d in left_open] + unobserved
+                or [_claim(d.key, d.current, d.baseline, evidence) for d in compared]
             )
             return [
                 Hypothesis(
