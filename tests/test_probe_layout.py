@@ -162,6 +162,7 @@ def test_lightning_logs(tmp_path: Path) -> None:
         str(version / "metrics.csv"),
         "csv",
     )
+    assert v["train_logs"][0]["why"] == "CSV with a step column (step)"  # not its epoch
     assert str(version / "hparams.yaml") in paths(v, "configs")
 
 

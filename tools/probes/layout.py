@@ -531,12 +531,12 @@ class _Walk:
         data = self._peek(path) or b""
         header = data.split(b"\n", 1)[0].decode("utf-8", "replace").lower()
         columns = [c.strip().strip('"') for c in header.split(",")]
-        step = [c for c in columns if c in STEP_KEYS or c == "epoch"]
+        step = [c for c in columns if c in STEP_KEYS] or [c for c in columns if c == "epoch"]
         if step:
             self._add(
                 "train_logs",
                 path,
-                f"CSV with a {step[0]} column",
+                f"CSV with a step column ({step[0]})",
                 rank=(3, depth, path),
                 kind="csv",
                 mtime=st.st_mtime,
