@@ -433,15 +433,21 @@ class Transaction:
                     f"rollback of {path} did not restore its bytes (sha256 {sha[:12]})"
                 )
             restored.append(path)
+        emptied = []
         for path, data in backups.items():
             if data is None and self.remote.sha256(path) is not None:
                 self.remote.write(path, b"")  # emptied: the launch file no longer names it
+                emptied.append(path)
         if was_running is not None:
             self._start(self.site.argv_before())
+        done = []
+        if restored:
+            done.append("restored " + ", ".join(restored) + " byte-identical")
+        if emptied:
+            done.append("emptied " + ", ".join(emptied) + " (created by the fix)")
         return (
-            "rolled back: restored "
-            + ", ".join(restored)
-            + " byte-identical"
+            "rolled back: "
+            + ("; ".join(done) or "nothing had been written")
             + ("; trainer restarted as before" if was_running is not None else "")
         )
 
