@@ -403,3 +403,19 @@ def test_a_workspace_that_is_itself_an_environment(tmp_path: Path) -> None:
     (tmp_path / "bin" / "python").write_text("")
     v = discover(tmp_path)
     assert [(c["path"], c["kind"]) for c in v["envs"]] == [(str(tmp_path), "conda")]
+
+
+def test_nothing_found_is_nothing_to_look_at_not_a_failure(tmp_path: Path) -> None:
+    """A Lightning run has no console log file: the stdoutlog probe is skipped, saying
+    what it looked for, so no claim rests on a failed observation of a file nothing said
+    would exist; a path the profile names and is missing still fails as not_found."""
+    root = lightning_root(tmp_path / "pl")
+    spec = SweepSpec.for_workspace(str(root), interpreter=sys.executable)
+    result = sweep(LocalTransport(), spec, only=["stdoutlog", "checkpoints"])
+    skipped = result["stdoutlog"].error
+    assert skipped is not None and skipped.kind == "skipped"
+    assert f"no console log found under {root}" in skipped.message
+    assert result.ok and result["checkpoints"].ok
+    named = spec.model_copy(update={"stdout_log": str(root / "nohup.out")})
+    missing = sweep(LocalTransport(), named, only=["stdoutlog"])["stdoutlog"].error
+    assert missing is not None and missing.kind == "not_found"

@@ -161,7 +161,8 @@ def first_path(value: LayoutValue, role: str) -> tuple[str, str] | None:
 def chosen(params: dict[str, Any], role: str, what: str) -> tuple[str, dict[str, Any]]:
     """The one file or directory a probe reads: ``params["path"]`` when the profile names
     it, else the workspace's best candidate for ``role``; and a ``source`` record saying
-    which and why. A ProbeFailure (``not_found``) names what was looked for."""
+    which and why. None found: a ProbeFailure of kind ``skipped`` naming what was looked
+    for (a path the profile names and is missing stays ``not_found``, in the probe)."""
     if params.get("path"):
         return str(params["path"]), {"path": params["path"], "why": "named by the profile"}
     workspace = params.get("workspace")
@@ -170,8 +171,10 @@ def chosen(params: dict[str, Any], role: str, what: str) -> tuple[str, dict[str,
     value = discover(str(workspace))
     best = first_path(value, role)
     if best is None:
+        # Nothing said there would be one: the probe had nothing to look at (skipped,
+        # no fact), not a failed observation that would leave claims unverifiable.
         raise ProbeFailure(
-            "not_found",
+            "skipped",
             f"no {what} found under {workspace} ({value['entries']} entries looked at"
             + (", walk truncated" if value["truncated"] else "")
             + "); name it in the profile",
