@@ -21,7 +21,9 @@ Public API::
 
 ``SweepResult.results`` holds one ``ProbeResult`` per planned probe, in ``PROBES`` order.
 A probe with nothing to look at (no train log in the spec, say) is still a result:
-``ok=False``, error kind ``skipped``, and it never travels to the target.
+``ok=False``, error kind ``skipped``, and it never travels to the target. A probe sent
+only the workspace that finds nothing there to read (no console log, say) is skipped
+the same way, from the target, saying what it looked for.
 """
 
 from __future__ import annotations
