@@ -31,7 +31,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need
-from tests.torch_error_texts import CUDA_OOM_MESSAGE, NCCL_WATCHDOG_TIMEOUT, RECOMPILE_LIMIT
+from tests.torch_error_texts import (
+    CUDA_OOM,
+    CUDA_OOM_MESSAGE,
+    FX_NESTED_TRACE,
+    NCCL_WATCHDOG_TIMEOUT,
+    RECOMPILE_LIMIT,
+)
 
 FOREIGN = Path(__file__).resolve().parent / "foreign"
 REPO = FOREIGN.parents[1]
@@ -228,16 +234,22 @@ def churn_workspace(
 
 
 def crashed(
-    tmp_path_factory: pytest.TempPathFactory, good: Workspace, name: str, *flags: str
+    tmp_path_factory: pytest.TempPathFactory,
+    good: Workspace,
+    name: str,
+    last_line: str,
+    *flags: str,
 ) -> Workspace:
     """A copy of the good threads run resumed to step 60, worker ``drafter-1`` ending at
-    step 50 as ``flags`` say; the run exits non-zero. No snapshot: a user diagnoses a
-    crashed run as it is."""
+    step 50 as ``flags`` say, its traceback ending in ``last_line``; the run exits
+    non-zero. No snapshot: a user diagnoses a crashed run as it is."""
     ws = tmp_path_factory.mktemp(name) / "ws"
     shutil.copytree(good.ws, ws, symlinks=True)
     run = launch(ws, "--steps", "60", "--resume", "--fault-step", str(FAULT_STEP), *flags)
     assert run.returncode == 1, log_tail(ws)
-    assert "Exception in thread drafter-1:" in (ws / "train.log").read_text(), log_tail(ws)
+    lines = (ws / "train.log").read_text().splitlines()
+    start = lines.index("Exception in thread drafter-1:")
+    assert last_line in lines[start:], log_tail(ws)
     return Workspace(ws)
 
 
@@ -246,7 +258,9 @@ def fx_crash_workspace(
     tmp_path_factory: pytest.TempPathFactory, threads_workspace: Workspace
 ) -> Workspace:
     """Torch's own FX-tracing error, raised by torch in worker ``drafter-1``."""
-    return crashed(tmp_path_factory, threads_workspace, "fx-crash", "--fault", "fx")
+    return crashed(
+        tmp_path_factory, threads_workspace, "fx-crash", FX_NESTED_TRACE, "--fault", "fx"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -254,15 +268,12 @@ def oom_crash_workspace(
     tmp_path_factory: pytest.TempPathFactory, threads_workspace: Workspace
 ) -> Workspace:
     """``torch.OutOfMemoryError`` with the CUDA caching allocator's text, in a worker."""
-    return crashed(
-        tmp_path_factory,
-        threads_workspace,
-        "oom-crash",
-        "--fault",
-        "oom",
-        "--fault-text",
-        CUDA_OOM_MESSAGE,
-    )
+    flags = ("--fault", "oom", "--fault-text", CUDA_OOM_MESSAGE)
+    return crashed(tmp_path_factory, threads_workspace, "oom-crash", CUDA_OOM, *flags)
+
+
+# How Python prints the exception the worker waiting on a timed-out collective gets.
+NCCL_TIMEOUT_LINE = f"torch.distributed.DistBackendError: {NCCL_WATCHDOG_TIMEOUT}"
 
 
 @pytest.fixture(scope="session")
@@ -271,15 +282,8 @@ def nccl_crash_workspace(
 ) -> Workspace:
     """``torch.distributed.DistBackendError`` with the NCCL watchdog's collective-timeout
     text, as the worker waiting on the timed-out collective gets it."""
-    return crashed(
-        tmp_path_factory,
-        threads_workspace,
-        "nccl-crash",
-        "--fault",
-        "nccl",
-        "--fault-text",
-        NCCL_WATCHDOG_TIMEOUT,
-    )
+    flags = ("--fault", "nccl", "--fault-text", NCCL_WATCHDOG_TIMEOUT)
+    return crashed(tmp_path_factory, threads_workspace, "nccl-crash", NCCL_TIMEOUT_LINE, *flags)
 
 
 @pytest.fixture(scope="session")

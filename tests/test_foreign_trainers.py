@@ -241,6 +241,9 @@ def test_fx_trace_error_in_a_worker_thread(fx_crash_workspace: Workspace, tmp_pa
     said = [c["text"] for c in first["claims"]]
     assert any(s.startswith("first FX-trace error") for s in said), said
     assert any(s.startswith("exceptions escaping a thread") for s in said), said
+    # The script replaces nothing of torch's FX check: it sets dynamo's recompile_limit,
+    # a configuration value, so no monkeypatch of the check can be verified.
+    assert "ineffective_monkeypatch" not in kinds(report, "verified"), explain(report)
 
 
 def crash_case(found: Workspace, tmp_path: Path, exception: str) -> None:
