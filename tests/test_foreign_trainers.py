@@ -200,6 +200,14 @@ def test_lightning_healthy_is_no_fault_found(
     assert_no_fault(diagnose(ws, state, "--baseline", "good"))
 
 
+def test_lightning_healthy_without_a_snapshot_is_no_fault_found(
+    lightning_workspace: Workspace, tmp_path: Path
+) -> None:
+    """What ``env.json`` and the checkpoints record is what is installed: no drift."""
+    ws, state = fresh(lightning_workspace, tmp_path)
+    assert_no_fault(diagnose(ws, state))
+
+
 def test_lightning_truncated_ckpt(lightning_workspace: Workspace, tmp_path: Path) -> None:
     ws, state = fresh(lightning_workspace, tmp_path)
     ckpts = list(ws.glob("lightning_logs/version_0/checkpoints/epoch=*-step=*.ckpt"))
