@@ -161,9 +161,13 @@ try:
         deadline = time.time() + op["timeout"]
         alive = True
         while time.time() < deadline:
+            # Gone, or a zombie its parent has not reaped yet: it has stopped either way.
             try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+                with open("/proc/%d/stat" % pid) as fh:
+                    state = fh.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "gone"
+            if state in ("Z", "X", "gone"):
                 alive = False
                 break
             time.sleep(0.2)

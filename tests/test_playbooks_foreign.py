@@ -155,7 +155,8 @@ def test_process_isolation_is_not_offered_for_lack_of_the_option(raced: UserRun)
 
 
 class _Ineffective:
-    """A change that does not address the race: one more step."""
+    """A change after which the restarted run cannot be verified: it trains no step, so
+    it writes no train-log record (deterministic, unlike a race)."""
 
     name = "ineffective"
     requires = frozenset({"fx_trace_race"})
@@ -164,7 +165,7 @@ class _Ineffective:
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
         text, before = current(site, remote)
-        after = with_flag(text, site.launch_file, "--steps", "31")
+        after = with_flag(text, site.launch_file, "--steps", "0")
         return [
             FileChange(
                 path=site.launch_file,
@@ -227,7 +228,7 @@ def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
     raced: UserRun, running: subprocess.Popen[bytes]
 ) -> None:
     """The launch rebuilt from the running process (command line, working directory,
-    PYTHONPATH, where stdout goes); a change that does not fix the race is rolled back:
+    PYTHONPATH, where stdout goes); a change whose run cannot be verified is rolled back:
     the doctor's launch file emptied, the trainer started again exactly as before."""
     the_site = _from_the_process(raced)
     assert the_site.trainer_pid == running.pid
@@ -239,13 +240,14 @@ def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
     tx = Transaction(_Ineffective(), the_site, _remote(), baseline_tok_s=1.0, run_timeout=300)
     outcome = tx.apply(tx.plan())
     assert outcome.status == "rolled_back", outcome
-    assert "FX-trace error came back" in outcome.detail
+    assert outcome.detail.startswith("no fresh train-log records after the restart; "), outcome
+    assert f"emptied {the_site.launch_file} (created by the fix)" in outcome.detail
     assert "trainer restarted as before" in outcome.detail
     assert Path(the_site.launch_file).read_bytes() == b""
     restarted = int(Path(the_site.pid_file).read_text())
     assert restarted != running.pid
     cmdline = Path(f"/proc/{restarted}/cmdline").read_bytes().split(b"\0")
-    assert b"--steps" in cmdline and b"31" not in cmdline
+    assert cmdline[cmdline.index(b"--steps") + 1] == b"30", cmdline
     subprocess.run(["kill", str(restarted)], check=False)
 
 
