@@ -419,3 +419,13 @@ def test_nothing_found_is_nothing_to_look_at_not_a_failure(tmp_path: Path) -> No
     named = spec.model_copy(update={"stdout_log": str(root / "nohup.out")})
     missing = sweep(LocalTransport(), named, only=["stdoutlog"])["stdoutlog"].error
     assert missing is not None and missing.kind == "not_found"
+
+
+def test_checkpoint_examples_are_in_step_order(tmp_path: Path) -> None:
+    root = hf_output(tmp_path / "out", steps=(5, 10, 100))
+    best = discover(root)["checkpoint_dirs"][0]
+    assert best["examples"] == ["checkpoint-5", "checkpoint-10", "checkpoint-100"]
+    assert best["why"] == (
+        "3 entries named with a step or epoch "
+        "(checkpoint: checkpoint-5, checkpoint-10, checkpoint-100)"
+    )

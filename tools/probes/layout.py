@@ -208,6 +208,14 @@ def _form(name: str) -> str:
     return read["form"] if read else "None"
 
 
+def _order(name: str) -> tuple[int, int, str]:
+    read = _steps.read_step(name, True) or _steps.read_step(name, False)
+    if read is None:
+        return (-1, -1, name)
+    step, epoch = read["step"], read["epoch"]
+    return (-1 if step is None else step, -1 if epoch is None else epoch, name)
+
+
 def _is_regular(path: str) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
@@ -331,13 +339,13 @@ class _Walk:
             if verdict in ("step", "descend") and depth + 1 < self.max_depth:
                 subdirs.append((e.path, depth + 1, in_ckpt or verdict == "step"))
         if steps and not in_ckpt:
-            names = [n for n, _ in steps]
+            names = sorted((n for n, _ in steps), key=_order)  # by step, then epoch
             newest = max(m for _, m in steps)
             forms = sorted({_form(n) for n in names})
             self._add(
                 "checkpoint_dirs",
                 d,
-                "{} entr{} named with a step ({}: {})".format(
+                "{} entr{} named with a step or epoch ({}: {})".format(
                     len(names),
                     "y" if len(names) == 1 else "ies",
                     ", ".join(f for f in forms if f != "None") or "files",
