@@ -98,7 +98,8 @@ class SilentEagerFallback:
                     )
                 )
         ckpt = evidence.latest("checkpoints")
-        path = ("steps", -1, "metadata", "config", "nested_fx_trace")
+        # The config the newest finished checkpoint recorded, whatever file held it.
+        path = ("recorded", "config", "nested_fx_trace")
         if has(ckpt, *path) and evidence.value("checkpoints", *path) == "eager":
             assert ckpt is not None
             found.append(

@@ -103,7 +103,8 @@ class FxTraceRace:
         and which torch build ran. Each only when its fact holds a value to check."""
         claims: list[Claim] = []
         ckpt = evidence.latest("checkpoints")
-        workers = ("steps", -1, "metadata", "config", "workers")
+        # The config the newest finished checkpoint recorded, whatever file held it.
+        workers = ("recorded", "config", "workers")
         if ckpt is not None and has(ckpt, *workers):
             label = "worker mode the trainer recorded (one per device)"
             claims.append(
