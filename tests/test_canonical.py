@@ -306,6 +306,22 @@ def test_lightning_checkpoint_version_read_without_unpickling(tmp_path: Path) ->
     assert hparams["canonical"] == {"config": {"hidden": 4, "lr": 0.1}}
 
 
+def test_a_ckpt_whose_pickle_is_not_its_first_member(tmp_path: Path) -> None:
+    """The quick path reads data.pkl's head from the zip's first local header; a zip laid
+    out otherwise (compressed, another member first) is read through its directory."""
+    import pickle
+    import zipfile
+
+    path = tmp_path / "last.ckpt"
+    record = {"epoch": 1, "pytorch-lightning_version": "2.5.1", "state_dict": {}}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("last/version", "3\n")
+        z.writestr("last/data.pkl", pickle.dumps(record, protocol=2))
+    out, notes = canonical(path)
+    assert out["canonical"] == {"lightning": "2.5.1"}
+    assert notes == ["last.ckpt: a pickle; only its top-level version keys were read"]
+
+
 @pytest.mark.slow
 def test_torch_collect_env_report(tmp_path: Path) -> None:
     """torch's own ``collect_env`` report, saved as a run's environment file: torch and

@@ -18,6 +18,7 @@ import json
 import os
 import pickletools
 import re
+import struct
 import zipfile
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,7 @@ VERSION = re.compile(r"^v?\d+(\.\d+)*([a-z]+\d*)?(\.post\d+|\.dev\d+)*(\+[A-Za-z
 GIT_HASH = re.compile(r"^[0-9a-f]{7,40}$")
 TEXT_MAX = 1 << 20  # bytes of an environment or hparams file read
 PICKLE_MAX = 8 << 20  # bytes of a checkpoint's pickle scanned for its version key
+PICKLE_HEAD = 1 << 20  # bytes of it scanned first
 
 # Saved environment listings by name: pip freeze, requirements pins, conda exports,
 # torch's collect_env report, and JSON ones (wandb-metadata.json, env.json) read as records.
@@ -293,20 +295,63 @@ def from_pickle(path: str, source: str, notes: list[str]) -> Found:
     """A torch zip checkpoint's top-level version keys (Lightning writes
     ``pytorch-lightning_version``), read from the pickle's opcodes without executing it.
     The rest of a pickle cannot be read without torch and the classes it names."""
+    head = _first_member(path)
+    if head is not None:
+        found, error = _scan(head, source)
+        if found:
+            notes.append(f"{source}: a pickle; only its top-level version keys were read")
+            return found
     try:
         with zipfile.ZipFile(path) as z:
             pkl = [i for i in z.infolist() if i.filename.endswith("data.pkl")]
             if not pkl or pkl[0].file_size > PICKLE_MAX:
                 notes.append(f"{source}: no data.pkl small enough to scan; versions not read")
                 return {}
-            data = z.read(pkl[0])
+            with z.open(pkl[0]) as f:
+                # The key comes before the state it saves (Lightning's dump_checkpoint):
+                # the pickle's head is scanned first, the whole of it only when needed.
+                head = f.read(PICKLE_HEAD)
+                found, error = _scan(head, source)
+                if not found and len(head) == PICKLE_HEAD:
+                    found, error = _scan(head + f.read(), source)
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
         notes.append(f"{source}: not read ({str(exc)[:120]})")
         return {}
+    if error:
+        notes.append(f"{source}: pickle scan stopped ({error})")
+    notes.append(f"{source}: a pickle; only its top-level version keys were read")
+    return found
+
+
+def _first_member(path: str) -> bytes | None:
+    """The head of ``data.pkl`` when it is the zip's first member, stored (torch.save
+    writes it first and uncompressed), read from its local header: opening the zip would
+    parse a central directory with an entry per tensor first."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(30)
+            if len(header) < 30 or header[:4] != b"PK\x03\x04":
+                return None
+            method, size = (
+                struct.unpack("<H", header[8:10])[0],
+                struct.unpack("<I", header[18:22])[0],
+            )
+            name_len, extra_len = struct.unpack("<HH", header[26:30])
+            name = f.read(name_len)
+            if method != 0 or not name.endswith(b"data.pkl"):
+                return None
+            f.seek(extra_len, 1)
+            return f.read(min(size, PICKLE_HEAD) if size else PICKLE_HEAD)
+    except OSError:
+        return None
+
+
+def _scan(data: bytes, source: str) -> tuple[Found, str]:
+    """The first version key and its value in a pickle's opcodes; the error that stopped
+    the scan ("" at the end, or when a cut-off head simply ran out)."""
     # Only keys that say "version": a bare "torch" or "python" string in a pickle may be
     # anything (a list item, a module name), and is not read as a version.
     wanted = {k: q for q in VERSION_QUANTITIES for k in KEYS[q] if "version" in k and "." not in k}
-    found: Found = {}
     key: str | None = None
     try:
         for op, arg, _ in pickletools.genops(data):
@@ -315,12 +360,11 @@ def from_pickle(path: str, source: str, notes: list[str]) -> Found:
             is_text = op.name in _STRING_OPS and isinstance(arg, str)
             usable = _usable(wanted[key], arg) if key is not None and is_text else None
             if key is not None and usable is not None:
-                found.setdefault(wanted[key], (usable, f"{source}:{key}"))
+                return {wanted[key]: (usable, f"{source}:{key}")}, ""
             key = arg if is_text and arg in wanted else None
     except ValueError as exc:
-        notes.append(f"{source}: pickle scan stopped ({str(exc)[:120]})")
-    notes.append(f"{source}: a pickle; only its top-level version keys were read")
-    return found
+        return {}, str(exc)[:120]
+    return {}, ""
 
 
 def _read_text(path: str) -> str:
