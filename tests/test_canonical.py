@@ -1,11 +1,11 @@
 """The metadata normaliser: what any trainer's checkpoint or saved environment file
 records becomes canonical quantities, each with the file and key it came from.
 
-Records are real where producing them is cheap: Hugging Face's config.json and
-trainer_state.json are written by transformers' own code (``save_pretrained``,
-``TrainerState.save_to_json``, the calls its Trainer makes when it saves a checkpoint),
-the Lightning checkpoint and hparams.yaml by a real (tiny) Lightning fit, the
-collect_env report by torch's own ``torch.utils.collect_env``.
+Records are real where they can be: a transformers.Trainer run's ``checkpoint-N/`` and a
+Lightning run's ``.ckpt`` and hparams.yaml (the foreign trainers' session fixtures of
+tests/foreign_trainers.py, shared with their tests), the reference trainer's own
+metadata.json, torch's own ``collect_env`` report; the table's other records are in the
+formats their writers use (``pip freeze``, ``conda env export``, ``pip list``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import need
+from tests.foreign_trainers import Workspace
 from tools.probes import _canonical, checkpoints
 from tools.probes._canonical import QUANTITIES, is_env_file, merge, read
 
@@ -212,28 +212,6 @@ def test_environment_file_names(name: str, expected: bool) -> None:
     assert is_env_file(name) is expected
 
 
-@pytest.fixture(scope="module")
-def hf_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """config.json and trainer_state.json as transformers' Trainer writes them into
-    ``checkpoint-N/`` (Trainer._save_checkpoint: ``save_pretrained`` and
-    ``TrainerState.save_to_json``), by transformers' own code."""
-    need(_importable("transformers"), "transformers", "pip install -e .[foreign]")
-    d = tmp_path_factory.mktemp("hf") / "checkpoint-20"
-    script = f"""
-from transformers import GPT2Config
-from transformers.trainer_callback import TrainerState
-config = GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=128, n_positions=64)
-config.save_pretrained({str(d)!r})
-state = TrainerState(
-    global_step=20, max_steps=40, logging_steps=5, save_steps=20, train_batch_size=4
-)
-state.log_history = [{{"loss": 4.1, "step": 5}}, {{"train_tokens_per_second": 512.5, "step": 20}}]
-state.save_to_json({str(d / "trainer_state.json")!r})
-"""
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    return d
-
-
 def _importable(module: str) -> bool:
     try:
         metadata.version(module)
@@ -243,83 +221,46 @@ def _importable(module: str) -> bool:
 
 
 @pytest.mark.slow
-def test_hf_checkpoint_records_transformers_and_its_schedule(hf_checkpoint: Path) -> None:
-    """The checkpoint probe reads both HF records of one checkpoint: the transformers
-    version from config.json, the throughput and schedule from trainer_state.json."""
-    value = checkpoints.collect({"path": str(hf_checkpoint.parent)}, None)  # type: ignore[arg-type]
-    (step,) = value["steps"]
-    assert step["step"] == 20
-    assert step["canonical"]["transformers"] == metadata.version("transformers")
-    assert step["canonical_from"]["transformers"] == "config.json:transformers_version"
-    assert step["canonical"]["tokens_per_s"] == 512.5
-    assert step["canonical_from"]["tokens_per_s"] == (
-        "trainer_state.json:log_history.1.train_tokens_per_second"
-    )
-    assert step["canonical"]["config"]["save_steps"] == 20
-    assert "torch" in step["not_recorded"]  # HF records no torch version: not guessed
-    assert value["recorded"]["transformers"] == metadata.version("transformers")
+def test_a_real_hf_trainer_run_records_transformers_and_its_schedule(
+    hf_workspace: Workspace,
+) -> None:
+    """transformers.Trainer's own ``checkpoint-N/`` (tests/foreign_trainers.py runs it):
+    the transformers version from config.json, the schedule from trainer_state.json, the
+    pickled training_args.bin named as not read; torch, which no HF record holds, from the
+    launch file's saved ``pip freeze`` in the workspace."""
+    value = checkpoints.collect({"workspace": str(hf_workspace.ws)}, None)  # type: ignore[arg-type]
+    assert value["path"] == str(hf_workspace.ws / "out")
+    newest = value["steps"][-1]
+    assert newest["name"] == "checkpoint-30"
+    assert newest["canonical"]["transformers"] == metadata.version("transformers")
+    assert newest["canonical_from"]["transformers"] == "config.json:transformers_version"
+    assert newest["canonical"]["config"]["save_steps"] == 10
+    assert "torch" in newest["not_recorded"]  # HF records no torch version: not guessed
     assert (
-        value["recorded_from"]["transformers"] == "checkpoint-20/config.json:transformers_version"
+        "training_args.bin: a pickle (TrainingArguments); not read without torch"
+        in (newest["canonical_notes"])
     )
-
-
-LIGHTNING_FIT = """
-import sys, torch, lightning as L
-from torch.utils.data import DataLoader, TensorDataset
-from lightning.pytorch.loggers import CSVLogger
-class Tiny(L.LightningModule):
-    def __init__(self, hidden=4, lr=0.1):
-        super().__init__()
-        self.save_hyperparameters()
-        self.layer = torch.nn.Linear(hidden, 1)
-    def training_step(self, batch, i):
-        x, y = batch
-        return torch.nn.functional.mse_loss(self.layer(x), y)
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
-torch.manual_seed(0)
-data = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=4)
-trainer = L.Trainer(max_steps=4, logger=CSVLogger(sys.argv[1]), accelerator="cpu",
-                    enable_progress_bar=False, enable_model_summary=False)
-trainer.fit(Tiny(), data)
-"""
+    assert value["recorded"]["transformers"] == metadata.version("transformers")
+    assert value["recorded"]["torch"] == metadata.version("torch")
+    freeze = str(hf_workspace.ws / "pip_freeze.txt")
+    assert value["recorded_from"]["torch"].startswith(f"{freeze}:line ")
 
 
 @pytest.mark.slow
-def test_lightning_checkpoint_version_read_without_unpickling(tmp_path: Path) -> None:
-    """A real Lightning run: its ``.ckpt`` yields ``pytorch-lightning_version`` from the
-    pickle's opcodes (nothing executed, no torch needed), with a note that the rest was
-    not read; its hparams.yaml's top-level lines are the config."""
-    need(_importable("lightning"), "lightning", "pip install -e .[foreign]")
-    subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", LIGHTNING_FIT, str(tmp_path)],
-        check=True,
-        timeout=180,
-        capture_output=True,
-    )
-    (ckpt,) = tmp_path.glob("lightning_logs/version_0/checkpoints/*.ckpt")
+def test_a_real_lightning_ckpt_version_is_read_without_unpickling(
+    lightning_workspace: Workspace,
+) -> None:
+    """Lightning's own ``epoch=E-step=S.ckpt`` files (tests/foreign_trainers.py runs it):
+    ``pytorch-lightning_version`` is read from the pickle's opcodes (nothing executed, no
+    torch needed), with a note that the rest was not read; hparams.yaml's top-level lines
+    are the config."""
+    (ckpt, *_) = sorted(lightning_workspace.ws.glob("lightning_logs/version_0/checkpoints/*.ckpt"))
     out, notes = canonical(ckpt)
     assert out["canonical"] == {"lightning": metadata.version("lightning")}
     assert out["canonical_from"] == {"lightning": f"{ckpt.name}:pytorch-lightning_version"}
     assert notes == [f"{ckpt.name}: a pickle; only its top-level version keys were read"]
     hparams, _ = canonical(ckpt.parent.parent / "hparams.yaml")
-    assert hparams["canonical"] == {"config": {"hidden": 4, "lr": 0.1}}
-
-
-def test_a_ckpt_whose_pickle_is_not_its_first_member(tmp_path: Path) -> None:
-    """The quick path reads data.pkl's head from the zip's first local header; a zip laid
-    out otherwise (compressed, another member first) is read through its directory."""
-    import pickle
-    import zipfile
-
-    path = tmp_path / "last.ckpt"
-    record = {"epoch": 1, "pytorch-lightning_version": "2.5.1", "state_dict": {}}
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr("last/version", "3\n")
-        z.writestr("last/data.pkl", pickle.dumps(record, protocol=2))
-    out, notes = canonical(path)
-    assert out["canonical"] == {"lightning": "2.5.1"}
-    assert notes == ["last.ckpt: a pickle; only its top-level version keys were read"]
+    assert hparams["canonical"]["config"], hparams
 
 
 @pytest.mark.slow
