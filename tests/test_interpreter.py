@@ -202,7 +202,9 @@ def test_discovery_through_ssh_and_a_container_hop(
         )
     finally:
         target.close()
+    # Facts name the preamble by its digest; the wire carried its text.
     assert result.argv[:2] == ("sh", "-c")
+    assert result.argv[2].startswith("<dflash-doctor-find-python preamble, sha256 ")
     chosen: Any = result["interpreter"].value
     assert isinstance(chosen, dict), result["interpreter"].error_text
     assert chosen["path"] == str(ws / ".venv/bin/python")

@@ -43,7 +43,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from tools.errors import UsageError
-from tools.interpreter import discovery_argv
+from tools.interpreter import discovery_argv, shown
 from tools.probes import PROBES, module
 from tools.probes._runner import FORMAT, SENTINEL
 from tools.transport.base import CommandResult, Transport, digest
@@ -533,7 +533,7 @@ def parse_output(result: CommandResult, plan: Plan) -> SweepResult:
     """Turn the bundle's CommandResult into a SweepResult (also used on replays)."""
     common: dict[str, Any] = {
         "target": result.target,
-        "argv": tuple(result.argv),
+        "argv": shown(result.argv),
         "rc": result.rc,
         "stdin_digest": result.stdin_digest,
         "stdout_digest": digest(result.stdout),

@@ -28,11 +28,12 @@ Public API::
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from tools.probes.interpreter import CHOICE_ENV
 
-__all__ = ["MARKER", "PREAMBLE", "discovery_argv"]
+__all__ = ["MARKER", "PREAMBLE", "discovery_argv", "shown"]
 
 # $0 of the preamble. Every process that carries the preamble (its own sh, the login
 # shell SSH starts, `timeout`, a `docker exec`) has it in its command line, and none of
@@ -157,6 +158,15 @@ fi
 export @CHOICE_ENV@="$chosen$tab$why$nl$cands"
 exec "$chosen" -
 """.replace("@CHOICE_ENV@", CHOICE_ENV)
+
+
+def shown(argv: Sequence[str]) -> tuple[str, ...]:
+    """``argv`` as facts record it: the preamble's text (4 kB, the same in every fact)
+    named by its digest; any other command as it is."""
+    if len(argv) > 3 and tuple(argv[:3]) == ("sh", "-c", PREAMBLE) and argv[3] == MARKER:
+        digest = hashlib.sha256(PREAMBLE.encode()).hexdigest()[:12]
+        return ("sh", "-c", f"<{MARKER} preamble, sha256 {digest}>", *argv[3:])
+    return tuple(argv)
 
 
 def discovery_argv(
