@@ -39,9 +39,9 @@ def test_template_loads_and_means_the_incident_layout(tmp_path: Path) -> None:
         None,
         (),
     )
-    params = {p.name: p.params for p in build_plan(spec).probes}
+    params = {p.name: p.params or {} for p in build_plan(spec).probes}
     for probe in ("layout", "checkpoints", "trainlog", "stdoutlog", "checksums", "dataset"):
-        assert params[probe] is not None and params[probe]["workspace"] == "/workspace"
+        assert params[probe].get("workspace") == "/workspace"
     assert "# " in template_text() and "[targets.trainer]" in template_text()
 
 
