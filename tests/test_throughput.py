@@ -74,6 +74,16 @@ def test_three_drafter_devices_are_compared_as_one_and_each(tmp_path: Path) -> N
     assert all(entries[k].current_value == pytest.approx(SLOW) for k in per_device)
 
 
+def test_a_log_of_drafters_only(tmp_path: Path) -> None:
+    """Three drafter devices and nothing else (every series is a drafter): the drafter
+    aggregate is still the subject."""
+    ledger = Ledger()
+    fact = trainlog_fact(tmp_path, ledger, records([d for d in INCIDENT if d["role"] == "drafter"]))
+    speed = compared(ledger, fact)["throughput.drafter"]
+    assert speed.current_value == pytest.approx(3 * SLOW)
+    assert speed.current.path == ("aggregates", "role=drafter", "recent_median")
+
+
 def test_eager_fallback_on_three_drafters_with_the_recompile_limit(tmp_path: Path) -> None:
     """With dynamo's recompile-limit warning in the console log, in the current and the
     older wording, silent eager fallback is verified on the three-drafter log."""

@@ -1407,7 +1407,7 @@ def _aggregates(
                 if part.partition("=")[0] == k:
                     by_value.setdefault(part, []).append(g)
         for label, members in by_value.items():
-            if 1 < len(members) < len(groups):
+            if len(members) > 1:  # every group may share it (all drafters): named still
                 subsets[label] = members
     out: dict[str, dict[str, Any]] = {}
     for label, members in subsets.items():
