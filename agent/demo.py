@@ -36,6 +36,7 @@ from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState, FixOutcome
 from playbooks import LockWarmup, TrainerSite
 from playbooks.base import FX_ERROR, FixPlan
+from playbooks.site import site as trainer_site
 from tools.bundle import SweepSpec
 from tools.errors import UsageError
 
@@ -86,6 +87,23 @@ def _trainer_available() -> None:
             "the demo needs the reference trainer (examples/dflash_trainer): run it "
             "from a source checkout, e.g. `make demo`"
         )
+
+
+def reference_site(ws: Path, interpreter: str = sys.executable) -> TrainerSite:
+    """The reference trainer's workspace as a fix's site: the launch.sh the demo (and the
+    tests) write there, the trainer's own pid file and logs (its config's layout)."""
+    from examples.dflash_trainer.config import Workspace
+
+    layout = Workspace(ws)
+    return trainer_site(
+        workspace=str(ws),
+        train_log=str(layout.train_log),
+        stdout_log=str(layout.stdout_log),
+        interpreter=interpreter,
+        launch=str(ws / "launch.sh"),
+        pid_file=str(layout.pid_file),
+        launch_source=f"the reference trainer's launch file {ws}/launch.sh",
+    )
 
 
 def _trainer(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -346,7 +364,7 @@ def run_demo(
         console.print(f"  {broke.text()}", markup=False)
 
         console.print("4/5 diagnose, plan lock-warmup, approve, apply, verify…")
-        site = TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
+        site = reference_site(ws)
         config = SessionConfig(
             command="demo", target="local", mode="demo", spec=spec, baseline=name
         )

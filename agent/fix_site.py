@@ -11,7 +11,6 @@ The train and stdout logs are the sweep's, else the layout fact's first candidat
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from agent.rules.base import Evidence
@@ -93,12 +92,10 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
             process=process,
             python=python,
             stdio=stdio,
+            launch_source=None
+            if spec.launch
+            else f"the launch file {launch} (found in the workspace)",
         )
-        if launch is not None and spec.launch is None:
-            # Not the profile's: say where it was found.
-            found = replace(
-                found, launch_source=f"the launch file {launch} (found in the workspace)"
-            )
         return found
 
     return build
@@ -111,13 +108,19 @@ def measure_for(evidence: Evidence) -> Measure:
     if found is None:
         return overall_median
     path = found.path
+    # The records behind it: one series' own, an aggregate's members', or the log's.
+    series = [path[1]] if path[0] == "groups" else list(found.members)
 
-    def measure(summary: dict[str, Any]) -> float | None:
+    def measure(summary: dict[str, Any]) -> tuple[float | None, int]:
         value: Any = summary
         for key in path:
-            if not isinstance(value, dict) or key not in value:
-                return None
-            value = value[key]
-        return float(value) if isinstance(value, int | float) else None
+            value = value.get(key) if isinstance(value, dict) else None
+        groups = summary.get("groups") or {}
+        counts = [(groups.get(g) or {}).get("records") for g in series]
+        records = sum(c for c in counts if isinstance(c, int)) if series else summary.get("records")
+        return (
+            float(value) if isinstance(value, int | float) else None,
+            records if isinstance(records, int) else 0,
+        )
 
     return measure

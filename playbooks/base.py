@@ -100,21 +100,6 @@ class TrainerSite:
     cwd: str | None = None  # where the trainer starts (default: the workspace)
     trainer_pid: int | None = None  # the running trainer the processes probe saw
 
-    @classmethod
-    def for_workspace(cls, workspace: str, interpreter: str = "python3") -> TrainerSite:
-        """The reference trainer's layout (examples/dflash_trainer): its own launch.sh,
-        train.pid and checkpoints/ logs. Any other trainer: ``playbooks.site``."""
-        ws = workspace.rstrip("/")
-        return cls(
-            workspace=ws,
-            launch_file=f"{ws}/launch.sh",
-            pid_file=f"{ws}/train.pid",
-            train_log=f"{ws}/checkpoints/train_log.jsonl",
-            stdout_log=f"{ws}/checkpoints/train_stdout.log",
-            interpreter=interpreter,
-            launch_source=f"the launch file {ws}/launch.sh",
-        )
-
     @property
     def state_dir(self) -> str:
         return f"{self.workspace}/.dflash-doctor"
@@ -139,14 +124,19 @@ class TrainerSite:
 _HEAD = 4096  # bytes of a log compared to tell whether a restart began it afresh
 
 # What the restarted run's train-log records are judged by: given the new window's
-# summary (``tools.parsers.trainlog.summarize``), the tokens/s the baseline is for.
-Measure = Callable[[dict[str, Any]], float | None]
+# summary (``tools.parsers.trainlog.summarize``), the tokens/s of the series the baseline
+# is for, and how many records that series has in the window.
+Measure = Callable[[dict[str, Any]], tuple[float | None, int]]
 
 
-def overall_median(summary: dict[str, Any]) -> float | None:
+def overall_median(summary: dict[str, Any]) -> tuple[float | None, int]:
     """The window's median tokens/s over all its records (no subject known)."""
     value = (summary.get("throughput") or {}).get("median")
-    return float(value) if isinstance(value, int | float) else None
+    records = summary.get("records")
+    return (
+        float(value) if isinstance(value, int | float) else None,
+        records if isinstance(records, int) else 0,
+    )
 
 
 class Playbook(Protocol):
@@ -367,7 +357,7 @@ class Transaction:
             self.remote.stop(pid)
         new_log = self._since(self.site.stdout_log, log_offset).decode(errors="replace")
         window = window_summary(self._since(self.site.train_log, train_offset), self.site.train_log)
-        records = window.get("records")
+        speed, records = self.measure(window)
         signature = self.playbook.signature
         return {
             "restarted_at": started,
@@ -375,8 +365,8 @@ class Transaction:
             "new_fx_errors": new_log.count(FX_ERROR),
             "signature": signature.label,
             "new_signature_lines": new_log.count(signature.text),
-            "new_drafter_records": records if isinstance(records, int) else 0,
-            "drafter_tok_s": self.measure(window),
+            "new_drafter_records": records,
+            "drafter_tok_s": speed,
             "baseline_tok_s": self.baseline_tok_s,
             "min_ratio": self.min_ratio,
             "run_finished": int(finished),

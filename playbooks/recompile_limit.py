@@ -24,7 +24,8 @@ import shlex
 from typing import Any
 
 from playbooks.base import FileChange, Signature, TrainerSite, unified
-from playbooks.launch import exec_words, with_flag
+from playbooks.launch import current as current_launch
+from playbooks.launch import exec_words, trainer_script, with_flag
 from playbooks.remote import ApplyError, Remote
 from tools.bundle import SweepSpec, sweep
 
@@ -45,7 +46,14 @@ class RecompileLimit:
         self.headroom = headroom
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
-        text = remote.read(site.launch_file).decode()
+        text, before_sha = current_launch(site, remote)
+        script = trainer_script(text, site.launch_file, site.start_dir)
+        if (remote.knob(script, self.knob) if script else None) is None:
+            raise ApplyError(
+                f"the trainer declares no {self.knob} option (not in "
+                f"{script or 'its launch line'} nor in the modules it imports from its "
+                "tree): its recompile limit cannot be raised from its launch"
+            )
         facts = _probe(site, remote)
         lengths, seen = _distinct_lengths(facts["dataset"])
         wanted = self.headroom * lengths
@@ -63,7 +71,7 @@ class RecompileLimit:
         return [
             FileChange(
                 path=site.launch_file,
-                before_sha256=remote.sha256(site.launch_file),
+                before_sha256=before_sha,
                 after=after,
                 diff=unified(site.launch_file, text, after),
                 why=(

@@ -155,11 +155,14 @@ def site(
     process: Mapping[str, Any] | None = None,
     python: str | None = None,
     stdio: Mapping[str, str | None] | None = None,
+    pid_file: str | None = None,
+    launch_source: str | None = None,
 ) -> TrainerSite:
     """The trainer's site. ``process`` is the running trainer (``running_trainer``),
     ``python`` the interpreter found for it (replaces a bare ``python`` argv[0], which
     the doctor's restart would look up on another PATH), ``stdio`` where its stdout and
-    stderr go (``Remote.stdio``)."""
+    stderr go (``Remote.stdio``), ``pid_file`` the trainer's own pid file if it keeps
+    one, ``launch_source`` where a launch file came from (default: the profile)."""
     ws = workspace.rstrip("/")
     if not train_log or not stdout_log:
         missing = " and ".join(
@@ -171,8 +174,8 @@ def site(
         )
     common: dict[str, Any] = {
         "workspace": ws,
-        # No pid file of its own: the doctor's record of the trainer it started.
-        "pid_file": f"{_state(ws)}/started.pid",
+        # Without one of its own: the doctor's record of the trainer it started.
+        "pid_file": pid_file or f"{_state(ws)}/started.pid",
         "train_log": train_log,
         "stdout_log": stdout_log,
         "interpreter": interpreter,
@@ -181,9 +184,8 @@ def site(
     if launch and _is_one_path(launch):
         path = shlex.split(launch)[0]
         path = path if path.startswith("/") else f"{ws}/{path}"
-        return TrainerSite(
-            **common, launch_file=path, launch_source=f"the profile's launch file {path}"
-        )
+        source = launch_source or f"the profile's launch file {path}"
+        return TrainerSite(**common, launch_file=path, launch_source=source)
     if launch:
         source = "the profile's launch command"
         text = script_from_command(launch, ws, source)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.demo import reference_site
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
 from playbooks.base import FX_TRACE
 from playbooks.launch import with_env, with_flag
@@ -31,7 +32,7 @@ def sha(path: Path) -> str:
 @pytest.fixture
 def site(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) -> TrainerSite:
     ws = ready_to_race(race_scenario, good_workspace, tmp_path / "ws")
-    return TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
+    return reference_site(ws)
 
 
 def transaction(site: TrainerSite, playbook: object, baseline: float = 1.0) -> Transaction:

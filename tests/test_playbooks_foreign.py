@@ -43,6 +43,7 @@ pytestmark = [pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).with_name("user_threaded_train.py")
 RACE = ["--steps", "30", "--lengths", "16,32", "--old-torch-race"]
+LONG = ["--steps", "3000", "--lengths", "16,32"]  # still running while a test acts on it
 
 
 @dataclass(frozen=True)
@@ -178,11 +179,12 @@ class _Ineffective:
 
 @pytest.fixture
 def running(raced: UserRun) -> Iterator[subprocess.Popen[bytes]]:
-    """The user's trainer, running (started by its own command, as the user did)."""
+    """The user's trainer in a long run: from its workspace, with its PYTHONPATH, its
+    output going to its console file."""
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "PYTHONPATH": str(REPO)}
     with raced.console.open("wb") as console:
         proc = subprocess.Popen(
-            [sys.executable, "train_threads.py", *RACE],
+            [sys.executable, "train_threads.py", *LONG],
             cwd=raced.ws,
             env=env,
             stdout=console,
@@ -247,7 +249,7 @@ def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
     restarted = int(Path(the_site.pid_file).read_text())
     assert restarted != running.pid
     cmdline = Path(f"/proc/{restarted}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[cmdline.index(b"--steps") + 1] == b"30", cmdline
+    assert cmdline[cmdline.index(b"--steps") + 1] == b"3000", cmdline
     subprocess.run(["kill", str(restarted)], check=False)
 
 

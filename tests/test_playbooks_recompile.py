@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.demo import reference_site
 from playbooks import ApplyError, RecompileLimit, Remote, TrainerSite, Transaction
 from playbooks.recompile_limit import WARNING
 from tests.workspaces import SMALL, Scenario, clone, gather_local, trainer
@@ -71,7 +72,7 @@ def churned(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> C
 @pytest.fixture
 def site(churned: Churned, tmp_path: Path) -> TrainerSite:
     ws = clone(churned.ws, tmp_path / "ws")
-    return TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
+    return reference_site(ws)
 
 
 def transaction(site: TrainerSite) -> Transaction:
@@ -155,7 +156,7 @@ def test_without_torchs_warning_the_fix_is_not_planned(
     is refused, naming the missing warning, and nothing is written."""
     ws = clone(good_workspace, tmp_path / "ws")
     write_launch(ws, *FLAGS)
-    site = TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
+    site = reference_site(ws)
     before = sha(ws / "launch.sh")
     with pytest.raises(ApplyError, match=re.escape(f"precondition not met: no {WARNING.text!r}")):
         transaction(site).plan()
@@ -177,7 +178,7 @@ def test_diagnose_offers_the_fix_for_verified_shape_churn(
     Scenario(ws, gather_local(ws)).install_baseline("good")
     shutil.rmtree(ws)
     clone(churned.ws, ws)
-    site = TrainerSite.for_workspace(str(ws), interpreter=sys.executable)
+    site = reference_site(ws)
     before = sha(Path(site.launch_file))
     result = cli(
         "-q",

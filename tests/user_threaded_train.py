@@ -35,6 +35,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--workers", type=int, default=3, help="worker threads")
     p.add_argument("--lengths", default="16,24,32,40", help="batch lengths, in turn")
+    p.add_argument("--load-s", type=float, default=0.02, help="seconds to load a batch")
     p.add_argument("--old-torch-race", action="store_true")
     p.add_argument("--out", default="logs")
     return p.parse_args(argv)
@@ -69,6 +70,9 @@ def worker(rank: int, args: argparse.Namespace, lengths: list[int], failed: list
             failed.append(device)
             raise
         spent = max(time.perf_counter() - started, 1e-6)
+        # Its data loading: a compiled step takes microseconds, and without this a thread
+        # would finish its steps of one length before another thread starts compiling.
+        time.sleep(args.load_s)
         log.info(
             "step=%d device=%s loss=%.4f tokens_per_s=%.1f", i, device, float(loss), length / spent
         )
