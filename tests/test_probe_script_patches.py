@@ -52,6 +52,18 @@ def test_patches_and_markers(tmp_path: Path) -> None:
     assert m["torch.compile"] == [12, 14]
     assert m["create_block_mask"] == [20] and m["thread"] == [22] and m["dynamo_reset"] == [23]
     assert out["patches"] == 5
+    # Of those, three replace a name of the FX check; the other two are dynamo config.
+    assert out["fx_check_patches"] == 3
+
+
+def test_dynamo_config_alone_patches_no_check(tmp_path: Path) -> None:
+    """A trainer that raises recompile_limit changes a setting, not torch's FX check."""
+    (tmp_path / "train.py").write_text(
+        "import torch\ntorch._dynamo.config.recompile_limit = 64\n"
+        "torch._dynamo.config.cache_size_limit = 64\n"
+    )
+    out = script_patches.collect({"paths": [str(tmp_path)]}, Context())
+    assert out["patches"] == 2 and out["fx_check_patches"] == 0
 
 
 def test_unparsable_missing_and_unmatched(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ class IneffectiveMonkeypatch:
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         patches = evidence.latest("script_patches")
         log = evidence.latest("stdoutlog")
-        in_scripts = evidence.value("script_patches", "patches")
+        in_scripts = evidence.value("script_patches", "fx_check_patches")
         in_log = evidence.value("stdoutlog", *ANNOUNCED, "count")
         claims: list[Claim] = []
         if isinstance(in_scripts, int) and in_scripts > 0:
@@ -73,7 +73,11 @@ class IneffectiveMonkeypatch:
     def _in_scripts(patches: Fact) -> Claim:
         return Claim(
             predicate=AtLeast(
-                a=ref(patches, "patches", label="patches of torch's FX/compile checks in scripts"),
+                a=ref(
+                    patches,
+                    "fx_check_patches",
+                    label="patches of torch's FX check (is_fx_symbolic_tracing…) in scripts",
+                ),
                 value=1,
             )
         )

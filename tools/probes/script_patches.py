@@ -37,6 +37,10 @@ WATCHED = (
     "accumulated_cache_size_limit",
     "suppress_errors",
 )
+# The names of torch's FX check itself. Replacing one of them is the incident's
+# monkeypatch; the other WATCHED names are dynamo configuration, which steers the race
+# but patches no check (a trainer raising recompile_limit monkeypatches nothing).
+FX_CHECK = ("is_fx_symbolic_tracing", "_is_fx_tracing_flag", "_is_compiling_flag", "is_compiling")
 MARKERS = {
     "torch.compile": ("compile",),
     "flex_attention": ("flex_attention",),
@@ -66,6 +70,7 @@ class ScriptReport(TypedDict, total=False):
 class ScriptPatchesValue(TypedDict, total=False):
     files: list[ScriptReport]
     patches: int
+    fx_check_patches: int  # those that replace a name of the FX check (FX_CHECK)
     unmatched: list[str]
     source: dict[str, Any]  # the profile's paths, or the workspace layout's scripts
 
@@ -171,6 +176,12 @@ def scan_source(source: str, path: str) -> ScriptReport:
     }
 
 
+def _patches_check(target: str) -> bool:
+    """Whether a patch's target (``a.b.name`` or ``…config.patch(name)``) is the check."""
+    name = target.rstrip(")").replace("(", ".").rsplit(".", 1)[-1]
+    return name in FX_CHECK
+
+
 def expand(paths: list[str]) -> tuple[list[str], list[str]]:
     files: list[str] = []
     unmatched: list[str] = []
@@ -205,6 +216,9 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
     return {
         "files": reports,
         "patches": sum(len(r.get("patches", [])) for r in reports),
+        "fx_check_patches": sum(
+            1 for r in reports for p in r.get("patches", []) if _patches_check(p["target"])
+        ),
         "unmatched": unmatched,
         "source": chosen,
     }
