@@ -198,7 +198,6 @@ def facts(
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     probes = _probe_list(only)
     _say_settings(resolved)
-    _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
     )
@@ -246,11 +245,6 @@ def _say_settings(resolved: Resolved) -> None:
     typer.echo(f"settings: {resolved.settings}", err=True)
 
 
-def _say_settings(resolved: Resolved) -> None:
-    """Which profile (or none) the command runs with: a --config never applies silently."""
-    typer.echo(f"settings: {resolved.settings}", err=True)
-
-
 def _probe_list(only: str | None) -> frozenset[str] | None:
     if not only:
         return None
@@ -290,7 +284,6 @@ def snapshot(
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     store = baseline_store()
     store.path(name)  # a bad name fails before anything runs
-    _say_settings(resolved)
     _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
@@ -360,7 +353,6 @@ def diagnose(
         load_model(proposer)  # a proposer that cannot be built fails before anything runs
     if baseline is not None:
         baseline_store().load(baseline)  # an unknown baseline fails before anything runs
-    _say_settings(resolved)
     _say_settings(resolved)
     ssh = ssh_options(
         accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
