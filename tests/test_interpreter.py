@@ -4,6 +4,7 @@ through the real sshd and a container hop."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import sysconfig
@@ -112,6 +113,52 @@ def test_the_launch_files_python_is_used(
     assert chosen["path"] == str(venvs["torch"])
     assert chosen["chosen_because"] == f"the launch file {launch} runs it"
     assert env["torch"] is not None
+
+
+def test_a_launch_script_in_the_workspace_is_read_without_a_profile(
+    venvs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No launch named: the workspace's own shell scripts are the launch files a person
+    would open first (an HF run's ``launch.sh`` that execs its venv's python)."""
+    monkeypatch.setenv("PATH", SYSTEM_PATH)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.sh").write_text("echo nothing to run here\n")
+    launch = ws / "launch.sh"
+    launch.write_text(f"#!/bin/sh\ncd {ws}\nexec {venvs['torch']} train.py >> train.log 2>&1\n")
+    chosen, env = _choose(SweepSpec(discover_interpreter=True, workspace=str(ws)))
+    assert chosen["path"] == str(venvs["torch"])
+    assert chosen["chosen_because"] == f"the launch file {launch} runs it"
+    assert env["torch"] is not None
+
+
+def test_the_doctors_own_process_is_never_the_trainer(tmp_path: Path) -> None:
+    """Run locally, the doctor's CLI is an ancestor of the preamble, and its command line
+    names the workspace and holds the default pattern: it must not be taken for the
+    trainer (it was, for a workspace called ``ws_hf_trainer``)."""
+    ws = tmp_path / "ws_hf_trainer"
+    ws.mkdir()
+    code = (
+        "import json, sys\n"
+        "from tools.bundle import SweepSpec, sweep\n"
+        "from tools.transport import LocalTransport\n"
+        "spec = SweepSpec(discover_interpreter=True, workspace=sys.argv[1],"
+        " process_match=('train',))\n"
+        "print(json.dumps(sweep(LocalTransport(), spec, only=['interpreter'])"
+        "['interpreter'].value))\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ws)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    chosen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "running trainer" not in chosen["chosen_because"], chosen
+    assert not [c for c in chosen["candidates"] if c["source"].startswith("process ")], chosen
 
 
 @pytest.fixture

@@ -5,13 +5,16 @@ the doctor does not know which one that is until it looks. So the sweep's comman
 small POSIX ``sh -c`` preamble that chooses, then ``exec``s the chosen Python with the
 bundle still on stdin. It tries, in order:
 
-1. the running trainer: a process whose command line holds one of the trainer's patterns
-   (and, when a workspace is known, that runs in it or names it) and whose executable is
+1. the running trainer (never the preamble's own ancestors, such as a local doctor CLI
+   whose command line names the workspace): a process whose command line holds one of
+   the trainer's patterns (and, when a workspace is known, that runs in it or names it)
+   and whose executable is
    a Python — its ``argv[0]`` (which keeps a virtualenv's site-packages), resolved on the
    process's own ``PATH``, else ``/proc/PID/exe``;
 2. the workspace's environments: ``WS/.venv``, ``WS/venv``, ``WS/env``, a conda env
    (a directory of ``WS`` holding ``conda-meta/``);
 3. the Python the launch file (or launch command) runs: a shebang, an ``exec …python…``;
+   with none named, the first ``WS/*.sh`` or ``WS/scripts/*.sh`` that runs one;
 4. a ``python3`` (or ``python``) on ``PATH`` that can import torch (``find_spec``: it is
    not imported);
 5. the fallback (``python3``).
@@ -63,10 +66,19 @@ on_path() {  # $1: a name, $2: a PATH
   IFS=$ifs; return 1
 }
 
+# The preamble's own ancestors are never the trainer: run locally, the doctor's CLI is
+# one, and its command line names the workspace (and often holds "train").
+mine=" $$ "
+up=$$
+while [ -n "$up" ] && [ "$up" != 0 ] && [ "$up" != 1 ]; do
+  up=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$up/status" 2>/dev/null)
+  [ -n "$up" ] && mine="$mine$up "
+done
+
 if [ $# -gt 0 ]; then
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}
-    [ "$pid" = "$$" ] && continue
+    case $mine in *" $pid "*) continue ;; esac
     cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
     [ -n "$cmd" ] || continue
     case $cmd in *"$marker"*) continue ;; esac
@@ -111,24 +123,35 @@ if [ -z "$chosen" ] && [ -n "$ws" ]; then
   done
 fi
 
-if [ -z "$chosen" ] && [ -n "$launch" ]; then
-  if [ -f "$launch" ]; then
-    text=$(cat "$launch" 2>/dev/null); source="the launch file $launch"; base=${launch%/*}
-  else
-    text=$launch; source="the launch command"; base=${ws:-.}
-  fi
-  for word in $(printf '%s\n' "$text" | tr -c 'A-Za-z0-9_./+-' '\n'); do
+from_launch() {  # $1: text, $2: where it came from, $3: the directory it is relative to
+  for word in $(printf '%s\n' "$1" | tr -c 'A-Za-z0-9_./+-' '\n'); do
     case $word in
       */python | */python[0-9] | */python[0-9].[0-9]*) ;;
       python | python[0-9] | python[0-9].[0-9]*) word=$(on_path "$word" "$PATH") || continue ;;
       *) continue ;;
     esac
-    case $word in /*) ;; *) word=$base/$word ;; esac
+    case $word in /*) ;; *) word=$3/$word ;; esac
     [ -x "$word" ] || continue
-    note "$word" "$source" "$(torch_word "$word")"
+    note "$word" "$2" "$(torch_word "$word")"
     chosen=$word
-    why="$source runs it"
-    break
+    why="$2 runs it"
+    return 0
+  done
+  return 1
+}
+
+if [ -z "$chosen" ] && [ -n "$launch" ]; then
+  if [ -f "$launch" ]; then
+    from_launch "$(cat "$launch" 2>/dev/null)" "the launch file $launch" "${launch%/*}"
+  else
+    from_launch "$launch" "the launch command" "${ws:-.}"
+  fi
+elif [ -z "$chosen" ] && [ -n "$ws" ]; then
+  # No launch named: the shell scripts at the workspace's top (and in scripts/) are the
+  # launch files a person would open first.
+  for f in "$ws"/*.sh "$ws"/scripts/*.sh; do
+    [ -f "$f" ] || continue
+    from_launch "$(head -c 65536 "$f" 2>/dev/null)" "the launch file $f" "${f%/*}" && break
   done
 fi
 
