@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from . import _steps
+from . import _canonical, _steps
 from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror
 
 NAME = "layout"
@@ -82,12 +82,6 @@ TEXT_STEP = re.compile(
 # The step at the start of a structured line: torchtune's DiskLogger ``Step N | k:v``,
 # SpecForge's ``Train - Step N [...]`` (after a logging prefix), ``step=N`` key=value.
 STDOUT_NAMES = re.compile(r"(^nohup\.out$)|stdout|(^|[._-])(out|console)([._-]|$)", re.I)
-ENV_FILE_NAMES = re.compile(
-    r"^(requirements[\w.-]*\.txt|[\w.-]*freeze[\w.-]*\.txt|pip[_-]?list[\w.-]*\.txt|"
-    r"environment[\w.-]*\.ya?ml|conda[\w.-]*\.ya?ml|[\w.-]*\.env\.json|env\.json|"
-    r"environment\.json|wandb-metadata\.json)$",
-    re.I,
-)
 LAUNCH_EXTENSIONS = (".sh", ".bash", ".slurm", ".sbatch", ".job")
 LAUNCH_NAMES = ("launch", "run", "train", "start", "submit", "job")
 CONFIG_EXTENSIONS = (".yaml", ".yml", ".toml", ".cfg", ".ini")
@@ -443,7 +437,7 @@ class _Walk:
             return
         if in_ckpt:
             return  # a checkpoint's own files are the checkpoints probe's to read
-        if ENV_FILE_NAMES.match(name):
+        if _canonical.is_env_file(name):
             self._add("env_files", path, "named like a saved environment list", rank=(depth, path))
             return
         if lower.endswith(".py"):
