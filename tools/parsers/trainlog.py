@@ -52,6 +52,15 @@ except ImportError:  # pragma: no cover - depends on the target
 __all__ = ["FIELD_ALIASES", "THROUGHPUT_SCALE", "summarize"]
 
 # Field names seen in real trainers' JSONL logs, most likely first.
+# Token counts that only grow (a running total); any other count is one step's tokens.
+_RUNNING_TOTALS = (
+    "num_input_tokens_seen",
+    "tokens_seen",
+    "num_tokens_seen",
+    "total_tokens",
+    "consumed_tokens",
+    "cumulative_tokens",
+)
 FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "step": (
         "step",
@@ -98,12 +107,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     # What throughput is derived from when no field holds it: a token count (running
     # total or per step) over seconds (timestamps, seconds since start, or a step time).
     "tokens": (
-        "num_input_tokens_seen",
-        "tokens_seen",
-        "num_tokens_seen",
-        "total_tokens",
-        "consumed_tokens",
-        "cumulative_tokens",
+        *_RUNNING_TOTALS,
         "tokens",
         "num_tokens",
         "ntokens",
@@ -126,17 +130,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "step_time": ("step_time", "iter_time", "time_per_step", "batch_time", "iteration_time"),
 }
-# Token counts that only grow (a running total); any other count is one step's tokens.
-CUMULATIVE_TOKENS = frozenset(
-    (
-        "num_input_tokens_seen",
-        "tokens_seen",
-        "num_tokens_seen",
-        "total_tokens",
-        "consumed_tokens",
-        "cumulative_tokens",
-    )
-)
+CUMULATIVE_TOKENS = frozenset(_RUNNING_TOTALS)
 # Roles also found by the last part of a nested name (``train/loss``, ``perf/throughput``)
 # unless the name is an evaluation's (``eval/loss``).
 BY_LAST_PART = ("step", "loss", "throughput", "tokens")
