@@ -22,7 +22,7 @@ from playbooks.site import running_trainer, site
 from tools.bundle import SweepSpec
 from tools.transport.base import Transport
 
-__all__ = ["measure_for", "site_for"]
+__all__ = ["measure_for", "series_words", "site_for"]
 
 
 def _first(candidates: object) -> str | None:
@@ -99,6 +99,13 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
         return found
 
     return build
+
+
+def series_words(evidence: Evidence) -> str:
+    """What the measured series is called ("drafter ", "rank=0 ", ""), as the diagnosis
+    named it (agent.throughput's subject)."""
+    found = subject(evidence.latest("trainlog"))
+    return found.who if found is not None else ""
 
 
 def measure_for(evidence: Evidence) -> Measure:

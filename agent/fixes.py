@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from agent.fix_site import measure_for
+from agent.fix_site import measure_for, series_words
 from agent.rules.base import Evidence
 from agent.throughput import primary_entry
 from playbooks import FixOutcome, FixPlan, Remote, TrainerSite, Transaction
@@ -42,6 +42,7 @@ class PlaybookAdapter:
             site,
             Remote(self.transport, interpreter=site.interpreter),
             measure=measure_for(evidence),
+            series=series_words(evidence),
             baseline_tok_s=float(baseline) if isinstance(baseline, int | float) else None,
             min_ratio=self.min_ratio,
             run_timeout=self.run_timeout,

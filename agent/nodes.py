@@ -360,10 +360,13 @@ def verification_claims(fact: Fact) -> list[Claim]:
 
     value = fact.value if isinstance(fact.value, dict) else {}
     ratio = value.get("min_ratio")
+    # Verifications recorded before the series was named were of the drafter's.
+    who = value.get("series", "drafter ")
+    who = who if isinstance(who, str) else ""
     claims = [
         Claim(
             predicate=AtLeast(
-                a=ref("new_drafter_records", "drafter log lines after the fix"), value=1
+                a=ref("new_drafter_records", f"{who}train-log records after the fix"), value=1
             )
         ),
         Claim(predicate=AtMost(a=ref("new_fx_errors", "FX-trace errors after the fix"), value=0)),
@@ -378,8 +381,8 @@ def verification_claims(fact: Fact) -> list[Claim]:
         claims.append(
             Claim(
                 predicate=RatioAtLeast(
-                    a=ref("drafter_tok_s", "drafter tokens/s after the fix"),
-                    b=ref("baseline_tok_s", "baseline drafter tokens/s"),
+                    a=ref("drafter_tok_s", f"{who}tokens/s after the fix"),
+                    b=ref("baseline_tok_s", f"baseline {who}tokens/s"),
                     ratio=float(ratio),
                 )
             )

@@ -13,7 +13,7 @@ the rest, the same way for every playbook:
 5. **verify** — restart the trainer, wait for its fresh log lines, and require that the
    error signature that justified the fix (the playbook's ``signature``) is gone from the
    new window, that torch's FX-trace error is not there either (a crash is never a fix),
-   and that the drafter's tokens/s is at least ``min_ratio`` × the baseline;
+   and that the measured series' tokens/s is at least ``min_ratio`` × the baseline;
 6. **roll back** on any failure — files restored byte-identical (checked by sha256), the
    trainer restarted as it was.
 
@@ -172,6 +172,10 @@ class Transaction:
     # fix already there (or the target changed) instead of overlapping it.
     lock_wait: float = 1800.0
     measure: Measure = overall_median
+    # What the measured series is called in the log's own words ("drafter ", "rank=0 ",
+    # or "" for a log with one series): a sentence never says "drafter" of a trainer
+    # whose log has no drafter role.
+    series: str = ""
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     events: list[str] = field(default_factory=list)
@@ -188,7 +192,7 @@ class Transaction:
             "wait for its fresh log lines",
             f"require: no new {self.playbook.signature.text!r} lines"
             + ("" if self.playbook.signature == FX_TRACE else f" nor {FX_ERROR!r} lines")
-            + f", drafter tokens/s ≥ {self.min_ratio:g} × baseline",
+            + f", {self.series}tokens/s ≥ {self.min_ratio:g} × baseline",
             "roll back (restore files byte-identical, restart as before) if not",
         ]
         return FixPlan(
@@ -365,6 +369,7 @@ class Transaction:
             "new_fx_errors": new_log.count(FX_ERROR),
             "signature": signature.label,
             "new_signature_lines": new_log.count(signature.text),
+            "series": self.series,
             "new_drafter_records": records,
             "drafter_tok_s": speed,
             "baseline_tok_s": self.baseline_tok_s,
@@ -398,14 +403,14 @@ class Transaction:
         ratio = speed / self.baseline_tok_s
         if ratio < self.min_ratio:
             return False, (
-                f"drafter tokens/s {speed:,.0f} is {ratio:.2f}× the baseline "
+                f"{self.series}tokens/s {speed:,.0f} is {ratio:.2f}× the baseline "
                 f"{self.baseline_tok_s:,.0f} (< {self.min_ratio:g}×)"
             )
         gone = "no FX-trace error"
         if obs.get("signature") != FX_TRACE.label:
             gone = f"no {obs['signature']} and no FX-trace error"
         return True, (
-            f"{gone} in {obs['new_log_lines']} new log lines; drafter "
+            f"{gone} in {obs['new_log_lines']} new log lines; {self.series}"
             f"tokens/s {speed:,.0f} = {ratio:.2f}× the baseline {self.baseline_tok_s:,.0f}"
         )
 
