@@ -185,7 +185,10 @@ def facts(
     interpreter: InterpreterOpt = None,
     config: ConfigOpt = None,
     only: Annotated[
-        str | None, typer.Option("--only", help="Comma-separated probes (default: all).")
+        str | None,
+        typer.Option(
+            "--only", help="Comma-separated probes (default: all but torch_runtime, on demand)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
     accept_new_host_key: AcceptNewOpt = False,

@@ -74,7 +74,7 @@ def test_incident_workspace_in_one_round_trip(tmp_path: Path) -> None:
     need(importlib.util.find_spec("torch") is not None, "torch", "not installed in .venv")
     ws = make_workspace(tmp_path)
     t = Counting()
-    spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable)
+    spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable, torch_import=True)
     result = sweep(t, spec)
     assert t.calls == [(sys.executable, "-")]
     assert result.names == list(PROBES)
@@ -92,6 +92,22 @@ def test_incident_workspace_in_one_round_trip(tmp_path: Path) -> None:
     assert at(result["gpus"].value, "available") is False
     assert all(r.rc == 0 and r.stdin_digest == result.stdin_digest for r in result.results)
     assert result.python is not None and result.python["executable"] == sys.executable
+
+
+def test_torch_runtime_runs_only_when_asked_for(tmp_path: Path) -> None:
+    """Importing torch on the target costs seconds and no rule reads it: a default sweep
+    lists it as not looked at, with why; named (or with torch_import), it runs."""
+    spec = SweepSpec(interpreter=sys.executable, workspace=str(tmp_path))
+    default = build_plan(spec)
+    runtime = next(p for p in default.probes if p.name == "torch_runtime")
+    assert runtime.params is None and "imports torch on the target" in runtime.reason
+    assert all(p.params is not None for p in default.probes if p.name == "torch_source")
+    named = build_plan(spec, ["torch_runtime"])
+    assert [p.name for p in named.probes] == ["torch_runtime"] and named.probes[0].params
+    always = build_plan(spec.model_copy(update={"torch_import": True}))
+    assert next(p for p in always.probes if p.name == "torch_runtime").params is not None
+    never = build_plan(spec.model_copy(update={"torch_import": False}), ["torch_runtime"])
+    assert never.probes[0].params is None and "off in the profile" in never.probes[0].reason
 
 
 def test_probe_time_limit_is_per_probe(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 
 from tools.errors import UsageError
 from tools.interpreter import discovery_argv, shown
-from tools.probes import PROBES, module
+from tools.probes import ON_DEMAND, PROBES, module
 from tools.probes._runner import FORMAT, SENTINEL
 from tools.transport.base import CommandResult, Transport, digest
 
@@ -109,7 +109,8 @@ class SweepSpec(BaseModel):
     integrity_mode: Literal["py", "all"] = "py"
     extra_signatures: tuple[dict[str, str | list[str]], ...] = ()
     text_field: str | None = None
-    torch_import: bool = True
+    # None: torch_runtime (which imports torch on the target) runs only when named.
+    torch_import: bool | None = None
     cuda_init: bool = False
     max_scan_bytes: int = Field(512 << 20, gt=0)
     timeouts: dict[str, float] = Field(default_factory=dict)
@@ -312,7 +313,7 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 return None, "no dataset or workspace configured"
             return {**_where("paths", list(spec.dataset), spec), "text_field": spec.text_field}, ""
         case "torch_runtime":
-            if not spec.torch_import:
+            if spec.torch_import is False:
                 return None, "torch_import is off in the profile"
             return {"cuda": spec.cuda_init}, ""
         case "integrity":
@@ -352,6 +353,14 @@ def build_plan(spec: SweepSpec, only: Iterable[str] | None = None) -> Plan:
     planned = []
     for name in wanted:
         params, reason = _params(name, spec)
+        if name in ON_DEMAND and only is None and spec.torch_import is None and params:
+            params, reason = (
+                None,
+                (
+                    "imports torch on the target (seconds); runs when asked for by name "
+                    "(--only torch_runtime, the menu's probe again) or with torch_import = true"
+                ),
+            )
         timeout = float(spec.timeouts.get(name, module(name).TIMEOUT))
         planned.append(PlannedProbe(name=name, params=params, timeout=timeout, reason=reason))
     return Plan(

@@ -146,7 +146,11 @@ class TargetProfile(BaseModel):
     env_files: list[str] | None = None
     integrity_packages: list[str] = Field(default_factory=lambda: ["torch", "triton"])
     integrity_mode: Literal["py", "all"] = "py"
-    torch_import: bool = True
+    torch_import: bool | None = Field(
+        None,
+        description="true: every sweep imports torch on the target (torch_runtime); "
+        "false: never; unset: only when the probe is asked for by name",
+    )
     timeouts: dict[str, float] = Field(default_factory=dict)
     parallel: int = Field(4, ge=1, le=32)
 
@@ -404,6 +408,10 @@ workspace = "/workspace"
 # hashes everything (several GB for a CUDA torch).
 # integrity_packages = ["torch", "triton"]
 # integrity_mode = "py"
+
+# torch_runtime imports torch on the target (seconds): unset, it runs only when asked
+# for by name (--only torch_runtime); true, in every sweep; false, never.
+# torch_import = true
 
 # Per-probe time limits in seconds, and probes run at once on the target.
 # timeouts = { trainlog = 300, integrity = 600 }

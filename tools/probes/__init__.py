@@ -41,7 +41,14 @@ PROBES: tuple[str, ...] = (
     "interpreter",
 )
 
-__all__ = ["PROBES", "module"]
+# Probes a sweep runs only when asked for by name (``--only``, the guided menu's probe
+# again, a profile's ``torch_import = true``): ``torch_runtime`` imports torch on the
+# target, seconds of the sweep's wall time, and no family's rule reads what it answers
+# (``torch_source`` reads the FX check's binding and the dynamo defaults from the
+# sources, without importing them).
+ON_DEMAND: frozenset[str] = frozenset({"torch_runtime"})
+
+__all__ = ["ON_DEMAND", "PROBES", "module"]
 
 
 def module(name: str) -> ModuleType:
