@@ -114,6 +114,13 @@ class BaselineStore:
         return sorted(p.stem for p in self.root.glob("*.json"))
 
 
+def baseline_store() -> BaselineStore:
+    """The snapshots of this installation, under its state directory."""
+    from agent.session import app_state  # the session module imports much more
+
+    return BaselineStore(app_state() / "baselines")
+
+
 def import_snapshot(
     snapshot: Snapshot, ledger: Ledger, sanitize: Callable[[Fact], Fact] | None = None
 ) -> list[str]:

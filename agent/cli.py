@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import structlog
 import typer
@@ -13,31 +13,27 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from agent import __version__, guided
-from agent.demo import run_demo
-from agent.facts import Ledger
-from agent.fix_site import site_for
-from agent.fixes import adapt
+from agent import __version__
+from agent.baseline import baseline_store
 from agent.gather import SweepGatherer
-from agent.graph import build_graph, sqlite_checkpointer
-from agent.html_report import render_html
 from agent.logs import configure_logging
-from agent.nodes import Doctor
-from agent.proposer import KINDS, LLMProposer, load_model
-from agent.recorded import load_recorded
-from agent.replay import replay as replay_transcript
-from agent.report import build_report, render_markdown
-from agent.runner import baseline_store, build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
-from agent.state import DiagnosisState
 from agent.summaries import summarize
 from agent.targets import Resolved, resolve_target
-from playbooks import default_playbooks
-from playbooks.base import FixPlan
 from tools.bundle import PROBES
 from tools.errors import DoctorError, UsageError
 from tools.profile import write_template
 from tools.transport import SSHOptions, parse_target
+
+if TYPE_CHECKING:
+    from agent.nodes import Doctor
+    from agent.state import DiagnosisState
+    from playbooks.base import FixPlan
+
+# The graph (langgraph, langchain_core, langsmith), the playbooks, the reports and the
+# demo are imported by the commands that use them, not here: `--version`, `--help`,
+# `exec`, `facts` and `snapshot` start without them (pip's habit: a command's modules
+# load when it runs).
 
 app = typer.Typer(
     name="dflash-doctor",
@@ -349,6 +345,9 @@ def diagnose(
     connect_timeout: ConnectTimeoutOpt = 10.0,
     retries: RetriesOpt = 3,
 ) -> None:
+    from agent.proposer import KINDS, load_model
+    from agent.state import DiagnosisState
+
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     if hypothesis is not None and hypothesis not in KINDS:
         raise UsageError(f"--hypothesis {hypothesis!r}: not one of {', '.join(KINDS)}")
@@ -406,6 +405,14 @@ def _drive(
     interactive: bool,
     answer: bool | None = None,
 ) -> None:
+    from agent import guided
+    from agent.fix_site import site_for
+    from agent.fixes import adapt
+    from agent.proposer import LLMProposer, load_model
+    from agent.report import build_report, render_markdown
+    from agent.runner import build_doctor, record_outcome, run_session
+    from playbooks import default_playbooks
+
     assert session.config is not None and session.config.spec is not None
     err = Console(stderr=True)
     try:
@@ -491,6 +498,8 @@ def _prompt(text: str) -> str:
 
 
 def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None:
+    from agent.graph import build_graph, sqlite_checkpointer
+
     graph = build_graph(doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path))
     snapshot_ = graph.get_state({"configurable": {"thread_id": session.id}})
     for task in snapshot_.tasks:
@@ -506,6 +515,8 @@ def replay(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
     as_json: JsonOpt = False,
 ) -> None:
+    from agent.replay import replay as replay_transcript
+
     result = replay_transcript(path)
     if as_json:
         typer.echo(
@@ -536,6 +547,10 @@ def report(
     fmt: Annotated[str, typer.Option("--format", help="md | html | json")] = "md",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
 ) -> None:
+    from agent.html_report import render_html
+    from agent.recorded import load_recorded
+    from agent.report import build_report, render_markdown
+
     if fmt not in ("md", "html", "json"):
         raise UsageError(f"unknown report format {fmt!r} (md, html or json)")
     recorded = load_recorded(path)
@@ -559,6 +574,10 @@ def demo(
     ask: Annotated[bool, typer.Option("--ask", help="Ask before applying the fix.")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary workspace.")] = False,
 ) -> None:
+    from agent.demo import run_demo
+    from agent.facts import Ledger
+    from agent.report import build_report, render_markdown
+
     root = ctx.parent.params if ctx.parent else {}
     if not (root.get("verbose") or root.get("log_json")):
         # The demo shows its own progress; info events would break into its status lines.

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from agent.baseline import baseline_store
 from agent.fixes import adapt
 from agent.nodes import Approver
-from agent.runner import baseline_store, build_doctor, record_outcome, run_session
+from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState, FixOutcome
 from playbooks import LockWarmup, TrainerSite

@@ -21,6 +21,7 @@ from typing import Any
 
 import structlog
 
+from agent.baseline import baseline_store
 from agent.claims import resolve
 from agent.comparables import comparables
 from agent.facts import Fact, Ledger
@@ -30,7 +31,7 @@ from agent.hypotheses import TITLES, Hypothesis
 from agent.nodes import Doctor
 from agent.rules import default_rules
 from agent.rules.base import Rule
-from agent.runner import baseline_store, record_outcome, run_session
+from agent.runner import record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
 from agent.throughput import primary_entry, subject

@@ -13,7 +13,6 @@ from typing import Annotated
 import structlog
 import typer
 
-from agent.health import plan_targets, run_health
 from agent.health_output import FILES, FORMATS, Format, render, write
 from tools.errors import UsageError
 from tools.transport import SSHOptions
@@ -93,6 +92,8 @@ def health(
         int, typer.Option("--retries", help="Extra connection attempts (connection failures only).")
     ] = 3,
 ) -> None:
+    from agent.health import plan_targets, run_health  # the graph: only when health runs
+
     formats = _formats(fmt, out)
     if not baseline:
         raise UsageError("--baseline is required: NAME, or TARGET=NAME per target")

@@ -9,22 +9,18 @@ from typing import Any
 
 from langgraph.types import Command
 
-from agent.baseline import BaselineStore
+from agent.baseline import BaselineStore, baseline_store
 from agent.comparables import comparables
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
 from agent.nodes import Approver, Doctor, Playbook, Proposer
 from agent.rules import default_rules
 from agent.rules.base import Rule
-from agent.session import Session, app_state
+from agent.session import Session
 from agent.state import DiagnosisState
 from tools.bundle import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport.base import Transport
-
-
-def baseline_store() -> BaselineStore:
-    return BaselineStore(app_state() / "baselines")
 
 
 @dataclass

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from agent.baseline import baseline_store
 from agent.facts import Ledger
 from agent.report import build_report, render_markdown
-from agent.runner import baseline_store, build_doctor, run_session
+from agent.runner import build_doctor, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
 from tests.workspaces import Scenario, clone, trainer

@@ -16,6 +16,7 @@ import pytest
 import structlog
 
 from agent import health_check, runner
+from agent.baseline import baseline_store
 from agent.cli import main
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
@@ -25,7 +26,6 @@ from agent.health_check import Cancel, HealthTarget, check_target, not_checked
 from agent.health_fleet import run_fleet
 from agent.health_model import TargetResult, exit_code
 from agent.rules import default_rules
-from agent.runner import baseline_store
 from agent.session import Session, SessionConfig
 from tools.bundle import SweepSpec
 from tools.errors import ConfigError, ReadOnlyViolation, UsageError

@@ -91,7 +91,7 @@ class Scenario:
 
     def install_baseline(self, name: str) -> None:
         """Store the good state as baseline ``name`` in this test's state directory."""
-        from agent.runner import baseline_store
+        from agent.baseline import baseline_store
 
         baseline_store().save(name, "local", self.good_facts)
 
