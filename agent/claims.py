@@ -13,6 +13,7 @@ nothing, cites a fact the ledger does not hold, or points at a value that is not
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
@@ -124,15 +125,35 @@ class Greater(_Pred):
     b: Ref
 
 
+class WindowRatio(_Pred):
+    """A throughput change over a train log's windows: the median, over the windows
+    ``after`` (first and last index into ``a``, the list of window summaries), of the
+    number at ``series`` inside each window (summed when several paths are given:
+    devices side by side add up), divided by that median over the windows ``before``;
+    below ``ratio`` when ``below``, else at least ``ratio``. Windows are picked by their
+    place in the log, not by step: a restarted run logs the same steps again. A window
+    whose paths do not all hold a number is left out."""
+
+    op: Literal["window_ratio"] = "window_ratio"
+    a: Ref
+    series: tuple[tuple[PathPart, ...], ...]
+    before: tuple[int, int]
+    after: tuple[int, int]
+    ratio: float
+    below: bool = True
+
+
 class Exists(_Pred):
-    """The value is there and is not null, false, zero or empty."""
+    """The value is there and is not false, zero or empty. A null is no observation:
+    the claim is unverifiable (``check``), never false."""
 
     op: Literal["exists"] = "exists"
     a: Ref
 
 
 class Absent(_Pred):
-    """The value is null, false, zero or empty (the path itself must resolve)."""
+    """The value is false, zero or empty (the path itself must resolve, to a value that
+    is not null: a null is no observation, so the claim is unverifiable)."""
 
     op: Literal["absent"] = "absent"
     a: Ref
@@ -149,6 +170,7 @@ Predicate = Annotated[
     | RatioBelow
     | RatioAtLeast
     | Greater
+    | WindowRatio
     | Exists
     | Absent,
     Field(discriminator="op"),
@@ -156,7 +178,7 @@ Predicate = Annotated[
 
 PREDICATES = (
     Equal, Differs, VersionDiffers, Contains, Matches, AtLeast, AtMost, RatioBelow,
-    RatioAtLeast, Greater, Exists, Absent,
+    RatioAtLeast, Greater, WindowRatio, Exists, Absent,
 )  # fmt: skip
 
 Outcome = Literal["holds", "fails", "unverifiable", "rejected"]
@@ -213,7 +235,7 @@ def resolve(fact: Fact, path: Sequence[PathPart]) -> object:
 
 
 def _truthy(value: object) -> bool:
-    return value not in (None, False, 0, 0.0, "", [], {})
+    return value not in (False, 0, 0.0, "", [], {})
 
 
 def _number(value: object) -> float | None:
@@ -251,6 +273,16 @@ def check(claim: Claim, ledger: Ledger) -> Verdict:
                 sentence=f"{ref.fact} ({fact.probe}) has no {ref.show()}",
                 cites=cites,
             )
+        if value is None and not isinstance(pred, VersionDiffers):
+            # (VersionDiffers renders both sides, then leaves a null one open itself.)
+            # A probe writes null where it could not see the thing (a package the probed
+            # interpreter cannot import, a value a file did not carry): no observation,
+            # so no claim on it can fail. Only an observed value refutes.
+            return Verdict(
+                outcome="unverifiable",
+                sentence=f"{ref.fact} ({fact.probe}) observed no {ref.show()} (null)",
+                cites=cites,
+            )
         values[ref] = value
     holds, sentence = _evaluate(pred, values)
     if holds is None:
@@ -278,7 +310,7 @@ def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[b
     how = difference(left, right) if isinstance(left, str) and isinstance(right, str) else None
     pair = f"{_v(pred.a, values)} and {_v(pred.b, values)}"
     if left is None and right is None:
-        return False, f"{pair}: neither has a version"
+        return None, f"{pair}: neither has a version; not compared"
     if (left is None) != (right is None):
         # None on one side: the interpreter probed has no such package (or a CPU torch, no
         # CUDA). That may be the wrong interpreter rather than drift: left open.
@@ -345,8 +377,91 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
             return None, f"{pred.a.show()} or {pred.b.show()} is not a number"
         rel = ">" if left > right else "≤"
         return left > right, f"{_v(pred.a, values)} {rel} {_v(pred.b, values)}"
+    if isinstance(pred, WindowRatio):
+        return _window_ratio(pred, values[pred.a])
     if isinstance(pred, Exists | Absent):
         present = _truthy(values[pred.a])
         text = f"{_v(pred.a, values)} ({'present' if present else 'empty'})"
         return (present if isinstance(pred, Exists) else not present), text
     raise AssertionError(f"unhandled predicate {type(pred).__name__}")
+
+
+def window_series(
+    windows: object, series: Sequence[Sequence[PathPart]]
+) -> list[tuple[int, float, float | None, float | None]]:
+    """(index, value, first step, last step) of each window that has a value for
+    ``series``. One path: the window's number there. Several (devices side by side):
+    their sum, each path at its latest number so far, since a window of interleaved
+    records need not hold every device; a window counts once every path has had a
+    number and it holds one of its own."""
+    out: list[tuple[int, float, float | None, float | None]] = []
+    latest: dict[int, float] = {}
+    for i, window in enumerate(windows if isinstance(windows, list) else []):
+        if not isinstance(window, dict):
+            continue
+        fresh = False
+        for p, path in enumerate(series):
+            n = _number(_at(window, path))
+            if n is not None and n > 0:
+                latest[p] = n
+                fresh = True
+        if fresh and len(latest) == len(series):
+            out.append(
+                (
+                    i,
+                    sum(latest.values()),
+                    _number(window.get("first_step")),
+                    _number(window.get("last_step")),
+                )
+            )
+    return out
+
+
+def window_values(
+    windows: object, series: Sequence[Sequence[PathPart]], span: tuple[int, int]
+) -> tuple[list[float], tuple[float | None, float | None]]:
+    """The numbers ``WindowRatio`` takes its median of, one per window ``span[0]`` to
+    ``span[1]`` (inclusive) that has one, and the first and last step they cover."""
+    picked = [w for w in window_series(windows, series) if span[0] <= w[0] <= span[1]]
+    steps = [n for w in picked for n in w[2:] if n is not None]
+    return [w[1] for w in picked], ((min(steps), max(steps)) if steps else (None, None))
+
+
+def _at(value: object, path: Sequence[PathPart]) -> object:
+    for part in path:
+        if isinstance(value, dict) and isinstance(part, str):
+            value = value.get(part)
+        elif isinstance(value, list) and isinstance(part, int) and -len(value) <= part < len(value):
+            value = value[part]
+        else:
+            return None
+    return value
+
+
+def _span(n: int, steps: tuple[float | None, float | None]) -> str:
+    lo, hi = steps
+    where = f"steps {_fmt(lo)}–{_fmt(hi)}" if lo is not None and hi is not None else "no steps"
+    return f"{n} window(s), {where}"
+
+
+def _window_ratio(pred: WindowRatio, windows: object) -> tuple[bool | None, str]:
+    label = pred.a.show()
+    if not isinstance(windows, list):
+        return None, f"{label} [{pred.a.fact}] is not a list of windows"
+    before, b_steps = window_values(windows, pred.series, pred.before)
+    after, a_steps = window_values(windows, pred.series, pred.after)
+    if not before or not after:
+        return None, (
+            f"{label} [{pred.a.fact}]: {_span(len(before), b_steps)} before, "
+            f"{_span(len(after), a_steps)} after: nothing to compare"
+        )
+    b, a = statistics.median(before), statistics.median(after)
+    if b <= 0:
+        return None, f"{label} [{pred.a.fact}]: median {b:g} before: not a ratio"
+    ratio = a / b
+    ok = ratio < pred.ratio if pred.below else ratio >= pred.ratio
+    rel = ("<" if ok else "≥") if pred.below else ("≥" if ok else "<")
+    return ok, (
+        f"{label}: median {_fmt(b)} in {_span(len(before), b_steps)} → {_fmt(a)} in "
+        f"{_span(len(after), a_steps)} [{pred.a.fact}]: {ratio:.2f}× ({rel} {pred.ratio:g}×)"
+    )

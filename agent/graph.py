@@ -41,6 +41,7 @@ CHECKPOINT_TYPES = [
     ("agent.claims", "Ref"),
     *[("agent.claims", cls.__name__) for cls in PREDICATES],
     ("agent.baseline", "DiffEntry"),
+    ("agent.symptoms", "Symptom"),
     ("agent.state", "Choice"),
     ("agent.state", "Refusal"),
     ("agent.state", "Answer"),
@@ -61,6 +62,7 @@ def build_graph(
 ) -> Any:
     graph = StateGraph(DiagnosisState, context_schema=nodes.Doctor)
     graph.add_node("gather", nodes.gather)
+    graph.add_node("symptoms", nodes.symptoms)
     graph.add_node("diff_baseline", nodes.diff_baseline)
     families = []
     for rule in rules:
@@ -77,7 +79,8 @@ def build_graph(
     graph.add_node("report", nodes.report)
 
     graph.add_edge(START, "gather")
-    graph.add_edge("gather", "diff_baseline")
+    graph.add_edge("gather", "symptoms")
+    graph.add_edge("symptoms", "diff_baseline")
     graph.add_conditional_edges("diff_baseline", nodes.fan_out, families)
     if fixes:
         graph.add_node("plan_fix", nodes.plan_fix)

@@ -94,6 +94,17 @@ def gather(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     return {"facts": [f.id for f in facts]}
 
 
+def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
+    """The symptom layer, before any family: what the run did over time, from the newest
+    train-log fact, each symptom checked on it (``agent.symptoms``)."""
+    from agent import symptoms as layer
+
+    doctor = runtime.context
+    found = layer.check_all(layer.find(_evidence(state, doctor).latest("trainlog")), doctor.ledger)
+    log.info("symptoms", found=[f"{s.kind}:{s.status}" for s in found])
+    return {"symptoms": found}
+
+
 def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     doctor = runtime.context
     baseline_ids = None
@@ -184,8 +195,16 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
     probes_failed = sorted(
         {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
     )
-    if any(h.status == "verified" for h in checked):
+    from agent import symptoms as layer
+
+    verified = [h.kind for h in checked if h.status == "verified"]
+    explained = layer.explain(state.symptoms, verified)
+    if verified:
         verdict = "fault_found"
+    elif layer.unexplained(explained):
+        # The run got slower and nothing known explains it: that is the answer, with
+        # what differs and the open hypotheses, never "no fault found".
+        verdict = "unexplained_symptom"
     elif any(_for_lack_of_facts(h) for h in checked):
         verdict = "insufficient_evidence"
     else:
@@ -198,7 +217,13 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
             if playbook.requires & {h.kind for h in checked if h.status == "verified"}
         }
     )
-    return {"hypotheses": checked, "verdict": verdict, "missing": probes_failed, "offered": offered}
+    return {
+        "hypotheses": checked,
+        "verdict": verdict,
+        "missing": probes_failed,
+        "offered": offered,
+        "symptoms": explained,
+    }
 
 
 def route_after_verify(

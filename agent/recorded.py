@@ -11,6 +11,7 @@ from agent.baseline import DiffEntry
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis
 from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
+from agent.symptoms import Symptom
 from tools.errors import TranscriptError
 from tools.transcript import read_transcript
 
@@ -51,6 +52,12 @@ def load_recorded(path: Path) -> Recorded:
         facts=facts,
         baseline_facts=baseline,
         diff=[DiffEntry.model_validate(e["entry"]) for e in events if e["type"] == "diff"],
+        symptoms=[
+            Symptom.model_validate(s)
+            for e in events
+            if e["type"] == "symptoms"
+            for s in e["symptoms"]
+        ],
         hypotheses=[
             Hypothesis.model_validate(e["hypothesis"]) for e in events if e["type"] == "hypothesis"
         ],

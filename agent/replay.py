@@ -31,6 +31,7 @@ from agent.proposer import Proposed, parse_answer
 from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState
+from agent.symptoms import Symptom
 from tools.bundle import SweepSpec
 from tools.errors import TranscriptError
 from tools.probes import PROBES
@@ -63,6 +64,16 @@ class ReplayResult:
     @property
     def same(self) -> bool:
         return not self.differences
+
+
+def _symptom_lines(symptoms: list[Symptom]) -> list[str]:
+    lines = []
+    for s in symptoms:
+        lines.append(f"symptom {s.kind} ({s.series}): {s.status}")
+        lines += [f"  {v.outcome}: {v.sentence}" for v in s.verdicts]
+        if s.explained_by:
+            lines.append(f"  explained by: {', '.join(s.explained_by)}")
+    return lines
 
 
 def _hypothesis_lines(hypotheses: list[Hypothesis]) -> list[str]:
@@ -154,6 +165,13 @@ def replay(path: Path, rules: Sequence[Rule] | None = None) -> ReplayResult:
     ]
     before = [f"verdict: {recorded_verdict['verdict']}", *_hypothesis_lines(recorded)]
     after = [f"verdict: {state.verdict}", *_hypothesis_lines(state.hypotheses)]
+    said = [e for e in events if e["type"] == "symptoms"]
+    if said:
+        # Compared where the transcript recorded them: one from before the symptom layer
+        # has none to compare, and says nothing about them.
+        symptoms = [Symptom.model_validate(s) for s in said[-1]["symptoms"]]
+        before += _symptom_lines(symptoms)
+        after += _symptom_lines(state.symptoms)
     differences = []
     if before != after:
         import difflib

@@ -22,6 +22,7 @@ VERDICT_TEXT = {
     "fault_found": "fault found",
     "no_fault_found": "no fault found",
     "insufficient_evidence": "insufficient evidence",
+    "unexplained_symptom": "symptom unexplained",
 }
 
 
@@ -63,9 +64,120 @@ class Report(BaseModel):
     facts: list[dict[str, Any]]
 
 
+def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
+    """What the run did over time, each symptom with the claims it was checked by."""
+    lines: list[Line] = []
+    for s in state.symptoms:
+        head = s.headline() if s.status == "verified" else f"not shown: {s.headline()}"
+        lines.append(
+            Line(
+                text=f"{head} ({s.status})",
+                cites=sorted({c for v in s.verdicts for c in v.cites}),
+                outcome="holds" if s.status == "verified" else "info",
+            )
+        )
+        lines += [Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in s.verdicts]
+        if (
+            s.kind == "throughput_drop"
+            and s.subject
+            and s.status == "verified"
+            and state.verdict is not None
+        ):
+            lines.append(
+                Line(
+                    text="explained by: " + ", ".join(TITLES[k] for k in s.explained_by)
+                    if s.explained_by
+                    else "no verified family explains it",
+                    cites=[],
+                )
+            )
+    logs = [f for f in (ledger.get(i) for i in state.facts) if f.probe == "trainlog" and f.ok]
+    if logs and isinstance(logs[-1].value, dict):
+        steps = logs[-1].value.get("steps")
+        last = steps.get("max") if isinstance(steps, dict) else None
+        if last is not None:
+            lines.append(Line(text=f"last step logged: {last}", cites=[logs[-1].id]))
+        if not state.symptoms:
+            windows = logs[-1].value.get("windows")
+            count = len(windows) if isinstance(windows, list) else 0
+            lines.append(
+                Line(
+                    text=f"no trend read: {count} train-log window(s), too few for a change "
+                    "point or a steady claim",
+                    cites=[logs[-1].id],
+                )
+            )
+    elif not logs:
+        lines.append(
+            Line(text="no train-log fact: the run's behaviour over time is unknown", cites=[])
+        )
+    return lines
+
+
+def _since_it_worked(state: DiagnosisState) -> Section | None:
+    """The baseline diff, what differs first; the unchanged entries folded into a count."""
+    if not state.diff:
+        return None
+    changed = [d for d in state.diff if d.differs]
+    same = [d for d in state.diff if not d.differs]
+    lines = [
+        Line(
+            text=f"{d.label}: {d.baseline_value!r} [{d.baseline.fact}] → "
+            f"{d.current_value!r} [{d.current.fact}]",
+            cites=sorted({d.baseline.fact, d.current.fact}),
+        )
+        for d in changed
+    ]
+    if same:
+        lines.append(
+            Line(
+                text=f"{len(same)} compared quantit{'y' if len(same) == 1 else 'ies'} unchanged: "
+                + ", ".join(d.label for d in same),
+                cites=sorted({c for d in same for c in (d.baseline.fact, d.current.fact)}),
+            )
+        )
+    base = f"baseline {state.baseline}" if state.baseline else "derived baseline"
+    return Section(title=f"since it worked ({base}): {len(changed)} changed", lines=lines)
+
+
+def _missing_evidence(state: DiagnosisState, ledger: Ledger) -> list[Line]:
+    """Why facts a family needs are missing, with what would supply them: the probed
+    Python without torch is the common case (the wrong interpreter was probed)."""
+    lines = []
+    for fact in (ledger.get(i) for i in state.facts):
+        if fact.probe != "pyenv" or not fact.ok or not isinstance(fact.value, dict):
+            continue
+        packages = fact.value.get("key_packages")
+        python = fact.value.get("python")
+        exe = python.get("executable") if isinstance(python, dict) else None
+        if isinstance(packages, dict) and "torch" in packages and packages["torch"] is None:
+            lines = [
+                Line(
+                    text=f"the probed Python {exe or '(unnamed)'} has no torch installed "
+                    f"(key_packages.torch is null) [{fact.id}]: the torch facts are missing; "
+                    "name the trainer's Python with --interpreter PATH or the profile's "
+                    'interpreter = "PATH"',
+                    cites=[fact.id],
+                    outcome="unverifiable",
+                )
+            ]
+    return lines
+
+
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
-    sections: list[Section] = []
+    sections: list[Section] = [Section(title="symptoms", lines=_symptom_lines(state, ledger))]
+    since = _since_it_worked(state)
+    if since is not None:
+        sections.append(since)
+    missing = _missing_evidence(state, ledger)
+    if missing:
+        sections.append(Section(title="missing evidence", lines=missing))
     verdict = VERDICT_TEXT.get(state.verdict or "", "not yet decided")
+    drops = {
+        s.headline(): s.explained_by
+        for s in state.symptoms
+        if s.kind == "throughput_drop" and s.status == "verified"
+    }
     for rank, hyp in enumerate(state.hypotheses, start=1):
         lines = [
             Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in hyp.verdicts
@@ -81,6 +193,11 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         lines += [
             Line(text=f"not yet checked: {p.expect} (probe: {p.probe})", cites=[])
             for p in hyp.predictions
+        ]
+        lines += [
+            Line(text=f"explains the symptom: {head}", cites=[])
+            for head, kinds in drops.items()
+            if hyp.status == "verified" and hyp.kind in kinds
         ]
         if hyp.status == "verified" and hyp.unlocks:
             lines.append(Line(text=f"unlocks playbooks: {', '.join(hyp.unlocks)}", cites=[]))
@@ -136,22 +253,6 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                 ],
             )
         )
-    if state.diff:
-        sections.append(
-            Section(
-                title="baseline diff"
-                + (f" ({state.baseline})" if state.baseline else " (derived)"),
-                lines=[
-                    Line(
-                        text=f"{d.label}: {d.baseline_value!r} [{d.baseline.fact}] → "
-                        f"{d.current_value!r} [{d.current.fact}]"
-                        + ("" if d.differs else " (same)"),
-                        cites=sorted({d.baseline.fact, d.current.fact}),
-                    )
-                    for d in state.diff
-                ],
-            )
-        )
     failed = [ledger.get(i) for i in state.facts if not ledger.get(i).ok]
     if failed:
         sections.append(
@@ -196,6 +297,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
             else f"(observed by {f.probe.split(':', 1)[-1]}; its commands are in the transcript)",
             "rc": f.rc,
             "error": f.error,
+            "value": f.value,
         }
         for f in (ledger.get(i) for i in [*state.facts, *state.baseline_facts])
     ]

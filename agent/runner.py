@@ -104,6 +104,9 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
         session.record({"type": "refused", **refusal.model_dump(mode="json")})
     for choice in state.choices:
         session.record({"type": "choice", "choice": choice.model_dump(mode="json")})
+    session.record(
+        {"type": "symptoms", "symptoms": [s.model_dump(mode="json") for s in state.symptoms]}
+    )
     for hyp in state.hypotheses:
         session.record({"type": "hypothesis", "hypothesis": hyp.model_dump(mode="json")})
     if state.plan is not None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from agent.baseline import DiffEntry
 from agent.claims import Verdict as ClaimVerdict
 from agent.hypotheses import Hypothesis, Kind
+from agent.symptoms import Symptom
 from playbooks.base import FixOutcome, FixPlan
 
 __all__ = [
@@ -71,7 +72,7 @@ class Answer(BaseModel):
 Mode = Literal["guided", "demo", "health", "replay"]
 
 
-Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence"]
+Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence", "unexplained_symptom"]
 
 
 class DiagnosisState(BaseModel):
@@ -87,6 +88,9 @@ class DiagnosisState(BaseModel):
     ``facts`` so that rules never mistake the known good state for the present one."""
     diff: list[DiffEntry] = Field(default_factory=list)
     """Fact-by-fact differences between the baseline and now."""
+    symptoms: list[Symptom] = Field(default_factory=list)
+    """What the run did over time (``agent.symptoms``), checked before any family runs;
+    after verification, each verified drop names the families that explain it."""
     proposed: Annotated[list[Hypothesis], _round] = Field(default_factory=list)
     """What the family nodes (and any proposer) proposed this round, before verification."""
     refused: Annotated[list[Refusal], _round] = Field(default_factory=list)

@@ -137,7 +137,15 @@ def test_every_predicate_is_in_the_union() -> None:
 
     for cls in PREDICATES:
         fields: dict[str, Ref] = {n: Ref(fact="F-1") for n in ("a", "b") if n in cls.model_fields}
-        extra = {"item": "x", "pattern": "x", "value": 1.0, "ratio": 1.0}
+        extra = {
+            "item": "x",
+            "pattern": "x",
+            "value": 1.0,
+            "ratio": 1.0,
+            "series": (("v",),),
+            "before": (0, 1),
+            "after": (2, 3),
+        }
         kwargs: dict[str, object] = {
             **{k: v for k, v in extra.items() if k in cls.model_fields},
             **fields,

@@ -125,7 +125,7 @@ CASES: list[tuple[str, Facts, Facts | None, str | None, str]] = [
         [("caches", caches(cache(source="param")), None), ("checkpoints", checkpoints(None), None)],
         None,
         "unverifiable",
-        "is not a number",
+        "observed no latest checkpoint step the trainer wrote (null)",
     ),
     (
         "the oldest entry is newer than the baseline's",

@@ -1,0 +1,390 @@
+"""The symptom layer: what the run did over time, from its training log, before any
+failure family is asked why.
+
+A *symptom* is a checked observation: claims over the trainlog fact, verified like a
+hypothesis's. From the fact's windows (``tools.parsers.trainlog``: about 200 runs of
+consecutive records, each reduced to medians, per group and overall) it finds, for the
+throughput the diagnosis judges (``agent.throughput.subject``) and for each group:
+
+- a *drop* or a *rise*: a change point where the median tokens/s of the windows after it
+  is below 0.8× (or at least 1.25×) the median of the windows before it, and the two
+  windows' interquartile ranges do not overlap (a sustained change, not a few slow
+  windows), claimed with ``WindowRatio`` over those windows;
+- *steady*: no such change, and the last quarter's median within 0.8×–1.25× of the
+  early window's (the first window is warm-up and is left out);
+- restarts (the step went back) and the last step logged, cited.
+
+Change points: binary segmentation with a robust two-window test (medians and MAD of
+log tokens/s), not ``ruptures``. The series is at most a few hundred window medians,
+so an exhaustive split search costs nothing; the acceptance test is the ratio a human
+asks about ("it fell to a third"), where PELT's penalty would have to be tuned per log
+and would bring numpy and scipy to a controller that otherwise needs neither.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.claims import AtLeast, Claim, Ref, Verdict, WindowRatio, check, window_series
+from agent.facts import Fact, Ledger
+from agent.throughput import subject
+
+SymptomKind = Literal["throughput_drop", "throughput_rise", "throughput_steady", "restarted"]
+
+DROP = 0.8  # after/before below this: a drop
+RISE = 1.25  # at least this: a rise
+MIN_WINDOWS = 3  # on each side of a change point
+LEAST_SHARE = 10  # and a tenth of the log's windows
+MAX_CHANGES = 3  # regimes per series, at most MAX_CHANGES + 1
+MAX_GROUPS = 16
+Z_SUSTAINED = 3.09  # one-sided p < 0.001 under the normal approximation of U
+
+# Families whose verified hypothesis explains a throughput drop (a slower run): compiled
+# code not running, recompiling, a cold cache, another torch, another script, a crash
+# and restart. A family not named here explains no drop.
+EXPLAINS_DROP = frozenset(
+    {
+        "silent_eager_fallback",
+        "dataset_shape_churn",
+        "compile_cache_cold",
+        "environment_drift",
+        "script_changed",
+        "fx_trace_race",
+        "ineffective_monkeypatch",
+        "crash_stated",
+    }
+)
+
+
+class Symptom(BaseModel):
+    """One checked observation about the run over time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: SymptomKind
+    series: str  # what was measured: "drafter tokens/s (sum of 3 series)", "rank=0 tokens/s"
+    subject: bool  # the throughput the diagnosis judges, or one group of it
+    claims: tuple[Claim, ...]
+    verdicts: tuple[Verdict, ...] = ()
+    status: Literal["verified", "refuted", "unverifiable", "untested"] = "untested"
+    step: float | None = None  # where it changed (the first step after the change point)
+    ratio: float | None = None
+    explained_by: tuple[str, ...] = ()
+
+    def headline(self) -> str:
+        """The symptom in a few words, from its own numbers."""
+        where = f" at step {_num(self.step)}" if self.step is not None else ""
+        if self.kind == "throughput_drop":
+            return f"{self.series} fell to {self.ratio:.2f}×{where}"
+        if self.kind == "throughput_rise":
+            return f"{self.series} rose to {self.ratio:.2f}×{where}"
+        if self.kind == "throughput_steady":
+            return f"{self.series} is steady"
+        return f"the run restarted{where}"
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+class _Series(BaseModel):
+    label: str
+    paths: tuple[tuple[str | int, ...], ...]
+    subject: bool
+
+
+def _series(fact: Fact) -> list[_Series]:
+    """The subject's series and each group's, as paths inside a window."""
+    found = subject(fact)
+    if found is None:
+        return []
+    value = _dict(fact.value)
+    groups = sorted(str(g) for g in _dict(value.get("groups")))
+    if not groups:
+        return [_Series(label="tokens/s", paths=(("tok_s_median",),), subject=True)]
+    members = list(found.members) or [str(found.path[1])]
+    label = f"{found.who}tokens/s" + (f" (sum of {len(members)} series)" if found.members else "")
+    out = [
+        _Series(
+            label=label.replace("  ", " "),
+            paths=tuple(("tok_s_median_by_group", g) for g in members),
+            subject=True,
+        )
+    ]
+    if found.members or len(groups) > 1:
+        out += [
+            _Series(label=f"{g} tokens/s", paths=(("tok_s_median_by_group", g),), subject=False)
+            for g in groups[:MAX_GROUPS]
+            if found.members or g != members[0]
+        ]
+    return out
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _points(
+    windows: Sequence[object], paths: Sequence[Sequence[str | int]]
+) -> list[tuple[int, float]]:
+    """(window index, value) for every window with a value (``claims.window_series``:
+    the same numbers a ``WindowRatio`` claim is checked on)."""
+    return [(i, v) for i, v, _, _ in window_series(list(windows), paths)]
+
+
+def _l1(ys: Sequence[float]) -> float:
+    m = statistics.median(ys)
+    return sum(abs(y - m) for y in ys)
+
+
+def _split(ys: Sequence[float], least: int) -> int | None:
+    """The split k (ys[:k] | ys[k:]) that leaves the least absolute deviation from each
+    side's median: the robust L1 cost, which one slow window moves little and which
+    lands on the change itself (a score scaled by the sides' sizes drifts to the
+    middle)."""
+    splits = range(least, len(ys) - least + 1)
+    if not splits:
+        return None
+    return min(splits, key=lambda k: (_l1(ys[:k]) + _l1(ys[k:]), k))
+
+
+def _sustained(left: Sequence[float], right: Sequence[float]) -> float | None:
+    """The ratio of the medians (right / left) when it is a sustained change: below
+    ``DROP`` (or at least ``RISE``), and the windows of one side below those of the other
+    beyond chance: Mann-Whitney's U, one-sided, z > ``Z_SUSTAINED`` (p < 0.001). Too few
+    windows can never pass (3 and 3, or 6 and 6, cannot reach it): a short log's wobble is
+    no change."""
+    ratio = math.exp(statistics.median(right) - statistics.median(left))
+    if DROP <= ratio < RISE:
+        return None
+    n1, n2 = len(left), len(right)
+    lower = sum((r < x) + 0.5 * (r == x) for r in right for x in left)
+    u = lower if ratio < 1 else n1 * n2 - lower
+    z = (u - n1 * n2 / 2) / math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    return ratio if z > Z_SUSTAINED else None
+
+
+def change_points(values: Sequence[float]) -> list[int]:
+    """Indices k where a new regime starts (values[k] is its first).
+
+    Candidates come from binary segmentation, split on the L1 cost whatever the split's
+    size, three levels deep (a drop and a recovery leave no change between the series'
+    halves, only inside them). Then each candidate is tested against the segments on
+    either side of it, and the weakest that fails is removed until all pass: what stays
+    is a sustained change between its neighbours."""
+    ys = [math.log(v) for v in values]
+    # A regime lasts a tenth of the log at least (and MIN_WINDOWS): a few slow windows
+    # in a long noisy log are not a change, and a crawl shorter than that is not told.
+    least = max(MIN_WINDOWS, len(ys) // LEAST_SHARE)
+    cuts: set[int] = set()
+
+    def segment(lo: int, hi: int, depth: int) -> None:
+        if depth == 0 or hi - lo < 2 * least:
+            return
+        k = _split(ys[lo:hi], least)
+        if k is None:
+            return
+        cuts.add(lo + k)
+        segment(lo, lo + k, depth - 1)
+        segment(lo + k, hi, depth - 1)
+
+    segment(0, len(ys), 3)
+    while cuts:
+        order = sorted(cuts)
+        bounds = [0, *order, len(ys)]
+        failing = []
+        for j, k in enumerate(order):
+            left, right = ys[bounds[j] : k], ys[k : bounds[j + 2]]
+            if min(len(left), len(right)) < least or _sustained(left, right) is None:
+                gap = abs(statistics.median(right) - statistics.median(left))
+                failing.append((gap, k))
+        if not failing:
+            break
+        cuts.discard(min(failing)[1])
+    # Each cut found in a wider segment may sit a few windows off (a segment that holds
+    # two regimes has a flat cost around them): place it again between its neighbours.
+    order = sorted(cuts)
+    for j in range(len(order)):
+        lo = order[j - 1] if j else 0
+        hi = order[j + 1] if j + 1 < len(order) else len(ys)
+        moved = _split(ys[lo:hi], least)
+        if moved is not None and _sustained(ys[lo : lo + moved], ys[lo + moved : hi]):
+            order[j] = lo + moved
+    cuts = set(order)
+    strongest = sorted(cuts, key=lambda k: -abs(_jump(ys, sorted(cuts), k)))
+    return sorted(strongest[:MAX_CHANGES])
+
+
+def _jump(ys: Sequence[float], order: list[int], k: int) -> float:
+    bounds = [0, *order, len(ys)]
+    j = order.index(k)
+    return statistics.median(ys[k : bounds[j + 2]]) - statistics.median(ys[bounds[j] : k])
+
+
+def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
+    """Windows that hold a start: the first, and the one holding each restart's line."""
+    skip = {0}
+    samples = _dict(_dict(fact.value).get("steps")).get("restart_samples") or []
+    lines = [s.get("line") for s in samples if isinstance(s, dict)]
+    firsts = [w.get("first_line") if isinstance(w, dict) else None for w in windows]
+    for line in lines:
+        if not isinstance(line, int):
+            continue
+        holding = [i for i, f in enumerate(firsts) if isinstance(f, int) and f <= line]
+        if holding:
+            skip.add(max(holding))
+            skip.add(max(holding) + 1)
+    return skip
+
+
+def _windows_ref(fact: Fact, label: str) -> Ref:
+    return Ref(fact=fact.id, path=("windows",), label=label)
+
+
+def find(fact: Fact | None) -> list[Symptom]:
+    """The symptoms the trainlog ``fact`` shows, unchecked (``check_all`` checks them)."""
+    if fact is None or not fact.ok:
+        return []
+    value = _dict(fact.value)
+    windows = value.get("windows")
+    if not isinstance(windows, list):
+        return []
+    out: list[Symptom] = []
+    skip = _warm_up(windows, fact)
+    for series in _series(fact):
+        points = [(i, v) for i, v in _points(windows, series.paths) if i not in skip]
+        if len(points) < 2 * MIN_WINDOWS:
+            continue
+        idx = [i for i, _ in points]
+        values = [v for _, v in points]
+        ref = _windows_ref(fact, series.label)
+        cuts = change_points(values)
+        bounds = [0, *cuts, len(points)]
+        for j, k in enumerate(cuts):
+            before = (idx[bounds[j]], idx[k - 1])
+            after = (idx[k], idx[bounds[j + 2] - 1])
+            ratio = statistics.median(values[k : bounds[j + 2]]) / statistics.median(
+                values[bounds[j] : k]
+            )
+            drop = ratio < 1
+            window = windows[idx[k]]
+            step = window.get("first_step") if isinstance(window, dict) else None
+            out.append(
+                Symptom(
+                    kind="throughput_drop" if drop else "throughput_rise",
+                    series=series.label,
+                    subject=series.subject,
+                    step=step if isinstance(step, int | float) else None,
+                    ratio=ratio,
+                    claims=(
+                        Claim(
+                            predicate=WindowRatio(
+                                a=ref,
+                                series=series.paths,
+                                before=before,
+                                after=after,
+                                ratio=DROP if drop else RISE,
+                                below=drop,
+                            )
+                        ),
+                    ),
+                )
+            )
+        if not cuts and series.subject:
+            quarter = max(MIN_WINDOWS, len(points) // 4)
+            early = (idx[0], idx[min(quarter, len(idx)) - 1])
+            recent = (idx[-quarter], idx[-1])
+            out.append(
+                Symptom(
+                    kind="throughput_steady",
+                    series=series.label,
+                    subject=True,
+                    claims=tuple(
+                        Claim(
+                            predicate=WindowRatio(
+                                a=ref,
+                                series=series.paths,
+                                before=early,
+                                after=recent,
+                                ratio=r,
+                                below=below,
+                            )
+                        )
+                        for r, below in ((DROP, False), (RISE, True))
+                    ),
+                )
+            )
+    steps = _dict(value.get("steps"))
+    restarts = steps.get("restarts")
+    if isinstance(restarts, int) and restarts > 0:
+        samples = steps.get("restart_samples") or []
+        first = samples[0].get("to_step") if samples and isinstance(samples[0], dict) else None
+        out.append(
+            Symptom(
+                kind="restarted",
+                series="steps",
+                subject=False,
+                step=first if isinstance(first, int | float) else None,
+                claims=(
+                    Claim(
+                        predicate=AtLeast(
+                            a=Ref(
+                                fact=fact.id,
+                                path=("steps", "restarts"),
+                                label="times the logged step went back",
+                            ),
+                            value=1,
+                        )
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+def check_all(symptoms: Sequence[Symptom], ledger: Ledger) -> list[Symptom]:
+    """Each symptom with its claims checked: verified only when every claim holds."""
+    out = []
+    for symptom in symptoms:
+        verdicts = tuple(check(c, ledger) for c in symptom.claims)
+        outcomes = {v.outcome for v in verdicts}
+        status: Literal["verified", "refuted", "unverifiable"]
+        if "fails" in outcomes:
+            status = "refuted"
+        elif outcomes == {"holds"}:
+            status = "verified"
+        else:
+            status = "unverifiable"
+        out.append(symptom.model_copy(update={"verdicts": verdicts, "status": status}))
+    return out
+
+
+def explain(symptoms: Sequence[Symptom], verified_kinds: Sequence[str]) -> list[Symptom]:
+    """Each verified drop of the judged throughput with the verified families that
+    explain a drop."""
+    by = tuple(k for k in verified_kinds if k in EXPLAINS_DROP)
+    return [
+        s.model_copy(update={"explained_by": by})
+        if s.kind == "throughput_drop" and s.status == "verified"
+        else s
+        for s in symptoms
+    ]
+
+
+def unexplained(symptoms: Sequence[Symptom]) -> list[Symptom]:
+    """Verified drops of the judged throughput that no verified family explains."""
+    return [
+        s
+        for s in symptoms
+        if s.kind == "throughput_drop"
+        and s.subject
+        and s.status == "verified"
+        and not s.explained_by
+    ]

@@ -1,0 +1,126 @@
+"""The symptom layer: change points on window medians, and symptoms checked on train-log
+facts made by the real parser from logs written the way other trainers write them."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.facts import Fact, Ledger
+from agent.symptoms import change_points, check_all, explain, find, unexplained
+from tools.parsers import trainlog
+
+
+def around(level: float, n: int, rng: random.Random, spread: float = 0.07) -> list[float]:
+    return [level * rng.uniform(1 - spread, 1 + spread) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_change_points_land_on_the_change(seed: int) -> None:
+    rng = random.Random(seed)
+    assert change_points(around(12800, 69, rng) + around(4300, 50, rng)) == [69]
+    # A drop and a recovery: no change between the halves, two inside them.
+    assert change_points(around(1e4, 60, rng) + around(5e3, 60, rng) + around(1e4, 79, rng)) == [
+        60,
+        120,
+    ]
+    # A steady log, noisy at 10% per window, and one with a slow window in ten.
+    assert change_points([1e4 * rng.lognormvariate(0, 0.1) for _ in range(199)]) == []
+    spiky = [2000.0 if rng.random() < 0.1 else 1e4 * rng.uniform(0.9, 1.1) for _ in range(199)]
+    assert change_points(spiky) == []
+
+
+def test_a_short_log_cannot_call_a_change_but_a_clean_split_can() -> None:
+    """Six windows against six can never pass the rank test (its z tops out below the
+    threshold), however they wobble; eight against eight, fully apart, do."""
+    assert change_points([1e4, 1e4, 1e4, 1e4, 1e4, 1e4, 4e3, 4e3, 4e3, 4e3, 4e3, 4e3]) == []
+    assert change_points([1e4] * 8 + [4e3] * 8) == [8]
+
+
+def incident_log(path: Path, *, drop: bool = True) -> None:
+    """The incident, as another program logs it: three drafter devices under
+    ``perf/tokens_per_second`` keyed by ``_step``; ~4,270 tok/s each (12,800 together)
+    to step 690, then the resume after the dataset grew, ~1,430 each (4,300)."""
+    rng = random.Random(7)
+    lines = []
+    for step in range(10, 1201, 10):
+        slow = drop and step > 690
+        for device in range(3):
+            tok = (1430 if slow else 4270) * rng.uniform(0.95, 1.05)
+            lines.append({"_step": step, "device": f"cuda:{device}", "perf/tokens_per_second": tok})
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+
+def fact_of(path: Path, ledger: Ledger) -> Fact:
+    with io.FileIO(str(path), "r") as f:
+        value: Any = trainlog.summarize(f)
+    return ledger.append(Fact(probe="trainlog", target="local", value=value))
+
+
+def test_the_incidents_drop_is_a_verified_symptom_with_its_step_and_ratio(tmp_path: Path) -> None:
+    ledger = Ledger()
+    incident_log(tmp_path / "metrics.jsonl")
+    fact = fact_of(tmp_path / "metrics.jsonl", ledger)
+    found = check_all(find(fact), ledger)
+    judged = [s for s in found if s.subject]
+    assert [(s.kind, s.status) for s in judged] == [("throughput_drop", "verified")]
+    (drop,) = judged
+    assert drop.series == "tokens/s (sum of 3 series)"
+    assert drop.step is not None and 690 < drop.step <= 700
+    assert drop.ratio is not None and 0.30 < drop.ratio < 0.38
+    assert drop.headline().startswith("tokens/s (sum of 3 series) fell to 0.3")
+    (verdict,) = drop.verdicts
+    assert verdict.outcome == "holds" and verdict.cites == (fact.id,)
+    assert f"[{fact.id}]" in verdict.sentence and "(< 0.8×)" in verdict.sentence
+    # Each device fell too, each its own symptom.
+    devices = [s for s in found if not s.subject]
+    assert sorted(s.series for s in devices) == [f"device=cuda:{d} tokens/s" for d in range(3)]
+    assert {(s.kind, s.status) for s in devices} == {("throughput_drop", "verified")}
+    # Nothing verified explains it: an unexplained symptom; a verified cause explains it.
+    assert unexplained(explain(found, [])) == [drop]
+    assert unexplained(explain(found, ["silent_eager_fallback"])) == []
+    assert unexplained(explain(found, ["checkpoint_integrity"])) == [
+        drop.model_copy(update={"explained_by": ()})
+    ]
+
+
+def test_a_steady_run_is_said_to_be_steady(tmp_path: Path) -> None:
+    ledger = Ledger()
+    incident_log(tmp_path / "metrics.jsonl", drop=False)
+    fact = fact_of(tmp_path / "metrics.jsonl", ledger)
+    found = check_all(find(fact), ledger)
+    assert [(s.kind, s.status, s.subject) for s in found] == [
+        ("throughput_steady", "verified", True)
+    ]
+    assert all(v.outcome == "holds" for v in found[0].verdicts)
+
+
+def test_a_restart_is_a_symptom_and_its_warm_up_is_not_a_change(tmp_path: Path) -> None:
+    """A run that went back to step 500 and ran on at the same speed: restarted, steady."""
+    rng = random.Random(3)
+    steps = [*range(10, 701, 10), *range(510, 1201, 10)]
+    log = "".join(
+        json.dumps({"step": s, "tokens_per_s": 9000 * rng.uniform(0.95, 1.05)}) + "\n"
+        for s in steps
+    )
+    (tmp_path / "log.jsonl").write_text(log)
+    ledger = Ledger()
+    fact = fact_of(tmp_path / "log.jsonl", ledger)
+    found = check_all(find(fact), ledger)
+    assert sorted((s.kind, s.status) for s in found) == [
+        ("restarted", "verified"),
+        ("throughput_steady", "verified"),
+    ]
+    (restart,) = [s for s in found if s.kind == "restarted"]
+    assert restart.step == 510
+
+
+def test_no_windows_no_symptoms() -> None:
+    ledger = Ledger()
+    failed = ledger.append(Fact(probe="trainlog", target="local", error="no train log"))
+    assert find(failed) == [] and find(None) == []
