@@ -217,11 +217,16 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
             if playbook.requires & {h.kind for h in checked if h.status == "verified"}
         }
     )
+    offered_for = {
+        kind: sorted(n for n, p in doctor.playbooks.items() if kind in p.requires)
+        for kind in verified
+    }
     return {
         "hypotheses": checked,
         "verdict": verdict,
         "missing": probes_failed,
         "offered": offered,
+        "offered_for": {k: v for k, v in offered_for.items() if v},
         "symptoms": explained,
     }
 

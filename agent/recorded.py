@@ -69,6 +69,7 @@ def load_recorded(path: Path) -> Recorded:
         outcome=applied,
         focus=verdict.get("focus") or [],
         examined=verdict.get("examined") or {},
+        offered_for=verdict.get("offered_for") or {},
         refused=[Refusal.model_validate(e) for e in events if e["type"] == "refused"],
         answers=[Answer.model_validate(e) for e in events if e["type"] == "answer"],
         choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],

@@ -68,10 +68,15 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
     """What the run did over time, each symptom with the claims it was checked by."""
     lines: list[Line] = []
     for s in state.symptoms:
-        head = s.headline() if s.status == "verified" else f"not shown: {s.headline()}"
+        if s.status == "verified":
+            head = s.headline()
+        elif s.kind == "throughput_steady" and s.status == "refuted":
+            head = f"{s.series} is not steady, and no change point was sustained enough to place"
+        else:
+            head = f"{s.headline()}: {s.status}"
         lines.append(
             Line(
-                text=f"{head} ({s.status})",
+                text=head if s.status != "verified" else f"{head} (verified)",
                 cites=sorted({c for v in s.verdicts for c in v.cites}),
                 outcome="holds" if s.status == "verified" else "info",
             )
@@ -199,8 +204,10 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
             for head, kinds in drops.items()
             if hyp.status == "verified" and hyp.kind in kinds
         ]
-        if hyp.status == "verified" and hyp.unlocks:
-            lines.append(Line(text=f"unlocks playbooks: {', '.join(hyp.unlocks)}", cites=[]))
+        unlocked = state.offered_for.get(hyp.kind, []) if hyp.status == "verified" else []
+        if unlocked:
+            # What verify offers (the playbooks' own ``requires``), not the rule's wish.
+            lines.append(Line(text=f"unlocks playbooks: {', '.join(unlocked)}", cites=[]))
         if hyp.source != "rule":
             lines.append(Line(text=f"proposed by {hyp.source}", cites=[]))
         sections.append(Section(title=TITLES[hyp.kind], status=hyp.status, lines=lines))

@@ -123,5 +123,6 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
             "mode": state.mode,
             "focus": state.focus,
             "examined": state.examined,
+            "offered_for": state.offered_for,
         }
     )

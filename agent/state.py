@@ -111,6 +111,9 @@ class DiagnosisState(BaseModel):
     missing: list[str] = Field(default_factory=list)
     """Probes a hypothesis needed whose facts could not be gathered."""
     offered: list[str] = Field(default_factory=list)
+    offered_for: dict[str, list[str]] = Field(default_factory=dict)
+    """Per verified kind, the playbooks whose own ``requires`` name it: the one source
+    of what a hypothesis unlocks (a rule's ``unlocks`` is only its wish)."""
     plan: FixPlan | None = None
     approved: bool | None = None
     approved_by: str = ""

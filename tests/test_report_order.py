@@ -1,0 +1,73 @@
+"""The report a human reads first: symptoms, then what changed since it worked, then the
+ranked hypotheses; what a hypothesis unlocks is what the playbooks' own ``requires``
+offer, whatever the rule wished."""
+
+from __future__ import annotations
+
+from agent.baseline import DiffEntry
+from agent.claims import AtLeast, Claim, Ref, check
+from agent.facts import Fact, Ledger
+from agent.hypotheses import Hypothesis, verify
+from agent.report import build_report, render_markdown
+from agent.state import DiagnosisState
+
+
+def test_symptoms_then_changes_then_hypotheses_and_unlocks_from_the_playbooks() -> None:
+    ledger = Ledger()
+    log = ledger.append(Fact(probe="stdoutlog", target="local", value={"count": 2}))
+    values: dict[str, dict[str, int | str]] = {
+        "now": {"size": 384, "py": "3.11"},
+        "then": {"size": 128, "py": "3.11"},
+    }
+    now = ledger.append(Fact(probe="dataset", target="local", value=values["now"]))
+    then = ledger.append(Fact(probe="dataset", target="local", value=values["then"]))
+    race = verify(
+        Hypothesis(
+            kind="fx_trace_race",
+            claims=(Claim(predicate=AtLeast(a=Ref(fact=log.id, path=("count",)), value=1)),),
+            unlocks=("a-playbook-the-rule-wished-for",),
+        ),
+        ledger,
+    )
+    assert race.status == "verified"
+    diff = [
+        DiffEntry(
+            key=key,
+            label=label,
+            baseline=Ref(fact=then.id, path=(key,)),
+            current=Ref(fact=now.id, path=(key,)),
+            baseline_value=values["then"][key],
+            current_value=values["now"][key],
+        )
+        for key, label in (("size", "prompts"), ("py", "Python version"))
+    ]
+    state = DiagnosisState(
+        target="local",
+        facts=[log.id, now.id],
+        diff=diff,
+        hypotheses=[race],
+        verdict="fault_found",
+        offered=["lock-warmup"],
+        offered_for={"fx_trace_race": ["lock-warmup"]},
+    )
+    report = build_report(state, ledger, "s1")
+    titles = [s.title for s in report.sections]
+    assert titles[:3] == [
+        "symptoms",
+        "since it worked (derived baseline): 1 changed",
+        "FX-tracing race under per-device compilation",
+    ], titles
+    since = report.sections[1].lines
+    assert since[0].text.startswith("prompts: 128 [") and "→ 384 [" in since[0].text
+    assert since[1].text == "1 compared quantity unchanged: Python version"
+    texts = [line.text for line in report.sections[2].lines]
+    assert "unlocks playbooks: lock-warmup" in texts
+    assert not any("wished" in t for t in texts)
+    # No train log: the symptoms section says so rather than claiming a trend.
+    assert [line.text for line in report.sections[0].lines] == [
+        "no train-log fact: the run's behaviour over time is unknown"
+    ]
+    assert render_markdown(report).index("## symptoms") < render_markdown(report).index(
+        "## FX-tracing race"
+    )
+    assert check(race.claims[0], ledger).outcome == "holds"
