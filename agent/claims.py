@@ -206,6 +206,19 @@ class Verdict(BaseModel):
     cites: tuple[str, ...]
 
 
+def unshown(text: str, cites: Sequence[str]) -> list[str]:
+    """The fact ids of ``cites`` that ``text`` does not name yet. A claim's sentence names
+    its facts inline (``= 2 [F-fc80]``); a cited line adds only the others, once. The one
+    rule every output (terminal, Markdown, HTML, the menu, health) renders cites by."""
+    return [c for c in dict.fromkeys(cites) if c not in text]
+
+
+def with_cites(text: str, cites: Sequence[str]) -> str:
+    """``text`` with the cites it does not name yet appended: ``… [F-1, F-2]``."""
+    missing = unshown(text, cites)
+    return f"{text} [{', '.join(missing)}]" if missing else text
+
+
 MISSING = object()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
+from agent.claims import with_cites
 from agent.report import Report
 
 Prompt = Callable[[str], str]
@@ -28,8 +29,8 @@ def show(console: Console, report: Report) -> None:
     for rank, hyp in enumerate(report.hypotheses, start=1):
         console.print(f"  {rank}. {hyp.kind}: {hyp.status}", markup=False)
         for claim in hyp.claims:
-            cites = f" [{', '.join(claim.cites)}]" if claim.cites else ""
-            console.print(f"     {MARK[claim.status]} {claim.text}{cites}", markup=False)
+            text = with_cites(claim.text, claim.cites)
+            console.print(f"     {MARK[claim.status]} {text}", markup=False)
 
 
 def ask_next(

@@ -15,6 +15,7 @@ import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
+from agent.claims import with_cites
 from agent.health_model import Check, HealthRun, TargetResult
 
 XSD = "health_junit.xsd"
@@ -42,7 +43,7 @@ def _counts(checks: list[Check]) -> dict[str, str]:
 
 
 def _detail(check: Check) -> str:
-    lines = [check.message, *(f"{ln.text} [{', '.join(ln.cites)}]" for ln in check.lines)]
+    lines = [check.message, *(with_cites(ln.text, ln.cites) for ln in check.lines)]
     return _x("\n".join(line for line in lines if line))
 
 

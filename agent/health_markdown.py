@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from agent.claims import with_cites
 from agent.health_model import HealthRun, Metric, TargetResult
 from agent.health_trend import sparkline
 
@@ -120,8 +121,7 @@ def _section(t: TargetResult, trend_file: str | None) -> list[str]:
             continue
         out += [f"### {c.title} — {c.status}", ""]
         for line in c.lines:
-            cites = f" [{', '.join(line.cites)}]" if line.cites and "[" not in line.text else ""
-            out.append(f"- {LINE_MARK[line.outcome]} {line.text}{cites}")
+            out.append(f"- {LINE_MARK[line.outcome]} {with_cites(line.text, line.cites)}")
         out.append("")
     if t.facts:
         out += ["| fact | probe | command |", "|---|---|---|"]

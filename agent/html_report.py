@@ -11,6 +11,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from agent.claims import unshown
 from agent.facts import Fact, Ledger
 from agent.report import Report
 from agent.state import DiagnosisState
@@ -175,9 +176,7 @@ def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
         )
         out.append(f"<h2>{html.escape(section.title)}{status}</h2><ul>")
         for line in section.lines:
-            cites = ""
-            if line.cites and "[F-" not in line.text:
-                cites = " " + " ".join(f"[<a href='#{c}'>{c}</a>]" for c in line.cites)
+            cites = "".join(f" [<a href='#{c}'>{c}</a>]" for c in unshown(line.text, line.cites))
             out.append(f"<li class='{line.outcome}'>{_linked(line.text)}{cites}</li>")
         out.append("</ul>")
     out.append(

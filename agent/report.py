@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from agent.claims import Verdict as ClaimVerdict
+from agent.claims import with_cites
 from agent.facts import Ledger
 from agent.hypotheses import TITLES
 from agent.state import DiagnosisState
@@ -346,8 +347,7 @@ def render_markdown(report: Report) -> str:
         status = f" — {section.status}" if section.status else ""
         out += [f"## {section.title}{status}", ""]
         for line in section.lines:
-            cites = f" [{', '.join(line.cites)}]" if line.cites and "[" not in line.text else ""
-            out.append(f"- {_MARK[line.outcome]} {line.text}{cites}")
+            out.append(f"- {_MARK[line.outcome]} {with_cites(line.text, line.cites)}")
         out.append("")
     out += ["## facts", "", "| id | probe | command | rc | error |", "|---|---|---|---|---|"]
     for f in report.facts:

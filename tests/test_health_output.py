@@ -160,7 +160,9 @@ def test_junit_validates_against_the_shipped_schema() -> None:
     assert root.get("tests") == str(3 * (1 + len(FAMILIES)))
     assert (root.get("failures"), root.get("errors")) == ("1", "1")
     failure = suites[0].find("testcase[@name='script_changed']/failure")
-    assert failure is not None and "[F-aa11, F-bb22]" in (failure.text or "")
+    assert failure is not None
+    # Each fact the claim cites is named once: inline in its sentence, not again after it.
+    assert [(failure.text or "").count(c) for c in ("[F-aa11]", "[F-bb22]")] == [1, 1]
     props = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
     assert props["status"] == "regressed" and props["tokens_per_s"] == "4312.5"
     error = suites[1].find("testcase[@name='sweep']/error")

@@ -71,3 +71,40 @@ def test_symptoms_then_changes_then_hypotheses_and_unlocks_from_the_playbooks() 
         "## FX-tracing race"
     )
     assert check(race.claims[0], ledger).outcome == "holds"
+
+
+def test_every_output_cites_a_fact_once() -> None:
+    """The menu printed ``✔ FX-trace error lines = 2 [F-fc80] ≥ 1 [F-fc80]``: a cited line
+    adds only the ids its sentence does not name, in every output."""
+    import io
+
+    from rich.console import Console
+
+    from agent.claims import with_cites
+    from agent.guided import show
+    from agent.html_report import render_html
+    from agent.report import ClaimDoc, HypothesisDoc, Line, Report, Section
+
+    text = "FX-trace error lines = 2 [F-fc80] ≥ 1"
+    assert with_cites(text, ["F-fc80"]) == text
+    assert with_cites(text, ["F-fc80", "F-1234", "F-1234"]) == f"{text} [F-1234]"
+    report = Report(
+        target="local",
+        session="s1",
+        verdict="fault found",
+        hypotheses=[
+            HypothesisDoc(
+                kind="fx_trace_race",
+                status="verified",
+                source="rule",
+                claims=[ClaimDoc(text=text, cites=["F-fc80"], status="holds")],
+            )
+        ],
+        sections=[Section(title="t", lines=[Line(text=text, cites=["F-fc80"], outcome="holds")])],
+        facts=[],
+    )
+    out = io.StringIO()
+    show(Console(file=out, width=200), report)
+    assert out.getvalue().count("F-fc80") == 1, out.getvalue()
+    assert render_markdown(report).count("F-fc80") == 1
+    assert render_html(report, DiagnosisState(target="local"), Ledger()).count(">F-fc80<") == 1
