@@ -185,9 +185,9 @@ def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
     )
     for fact in report.facts:
         out.append(
-            f"<tr id='{fact['id']}'><td>{fact['id']}</td><td>{html.escape(fact['probe'])}</td>"
-            f"<td><code>{html.escape(fact['command'])}</code></td><td>{fact['rc']}</td>"
-            f"<td>{html.escape(fact['error'] or '')}</td></tr>"
+            f"<tr id='{fact.id}'><td>{fact.id}</td><td>{html.escape(fact.probe)}</td>"
+            f"<td><code>{html.escape(fact.command)}</code></td><td>{fact.rc}</td>"
+            f"<td>{html.escape(fact.error or '')}</td></tr>"
         )
     out.append("</table></body></html>")
     return "\n".join(out)

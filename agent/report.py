@@ -9,9 +9,10 @@ nothing. There is no place here for free text about the target.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from agent.claims import Verdict as ClaimVerdict
 from agent.claims import with_cites
@@ -52,6 +53,18 @@ class HypothesisDoc(BaseModel):
     claims: list[ClaimDoc]
 
 
+class FactDoc(BaseModel):
+    """A fact as the report lists it: the command that produced it and what it held."""
+
+    id: str
+    baseline: bool
+    probe: str
+    command: str
+    rc: int | None
+    error: str | None
+    value: JsonValue
+
+
 class Report(BaseModel):
     """The report; as JSON it is the document scripts read (``diagnose --json``):
     ``session``, ``verdict``, ``hypotheses`` (kind, status, claims with text, cites and
@@ -62,7 +75,7 @@ class Report(BaseModel):
     verdict: str
     hypotheses: list[HypothesisDoc]
     sections: list[Section]
-    facts: list[dict[str, Any]]
+    facts: list[FactDoc]
 
 
 def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
@@ -168,6 +181,18 @@ def _missing_evidence(state: DiagnosisState, ledger: Ledger) -> list[Line]:
                 )
             ]
     return lines
+
+
+SCHEMA = Path(__file__).with_name("report.schema.json")
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of ``diagnose --json`` (shipped as ``agent/report.schema.json``; a
+    test keeps the file equal to the model and validates real documents against it)."""
+    schema: dict[str, Any] = Report.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "dflash-doctor diagnose --json"
+    return schema
 
 
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
@@ -296,17 +321,17 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         ]
         sections.append(Section(title=f"fix: {state.plan.playbook}", lines=plan_lines))
     facts = [
-        {
-            "id": f.id,
-            "baseline": f.id in state.baseline_facts and f.id not in state.facts,
-            "probe": f.probe + (" (baseline)" if f.id in state.baseline_facts else ""),
-            "command": shlex.join(f.argv)
+        FactDoc(
+            id=f.id,
+            baseline=f.id in state.baseline_facts and f.id not in state.facts,
+            probe=f.probe + (" (baseline)" if f.id in state.baseline_facts else ""),
+            command=shlex.join(f.argv)
             if f.argv
             else f"(observed by {f.probe.split(':', 1)[-1]}; its commands are in the transcript)",
-            "rc": f.rc,
-            "error": f.error,
-            "value": f.value,
-        }
+            rc=f.rc,
+            error=f.error,
+            value=f.value,
+        )
         for f in (ledger.get(i) for i in [*state.facts, *state.baseline_facts])
     ]
     hypotheses = [
@@ -351,7 +376,7 @@ def render_markdown(report: Report) -> str:
         out.append("")
     out += ["## facts", "", "| id | probe | command | rc | error |", "|---|---|---|---|---|"]
     for f in report.facts:
-        command = f["command"].replace("|", "\\|")
-        error = (f["error"] or "").replace("|", "\\|")
-        out.append(f"| {f['id']} | {f['probe']} | `{command}` | {f['rc']} | {error} |")
+        command = f.command.replace("|", "\\|")
+        error = (f.error or "").replace("|", "\\|")
+        out.append(f"| {f.id} | {f.probe} | `{command}` | {f.rc} | {error} |")
     return "\n".join(out) + "\n"

@@ -18,8 +18,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from agent.report import SCHEMA
 from tests.foreign_trainers import CLI, Workspace, cli
 from tests.torch_error_texts import RECOMPILE_LIMIT, RECOMPILE_LIMIT_OLD
 
@@ -39,6 +41,8 @@ def diagnose(ws: Path, state: Path, *extra: str, discover: bool = False) -> dict
     run = cli(*args, "--json", *extra, state=state)
     assert run.stdout.strip(), f"{CLI.name} diagnose rc {run.returncode}: {run.stderr[-4000:]}"
     report: dict[str, Any] = json.loads(run.stdout)
+    # The document has the shape the shipped schema writes down (README: Guided, …).
+    jsonschema.validate(report, json.loads(SCHEMA.read_text()))
     return report
 
 

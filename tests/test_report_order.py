@@ -108,3 +108,39 @@ def test_every_output_cites_a_fact_once() -> None:
     assert out.getvalue().count("F-fc80") == 1, out.getvalue()
     assert render_markdown(report).count("F-fc80") == 1
     assert render_html(report, DiagnosisState(target="local"), Ledger()).count(">F-fc80<") == 1
+
+
+def test_the_shipped_schema_is_the_models_and_the_validator_refuses_a_bad_document() -> None:
+    import json
+
+    import jsonschema
+    import pytest
+
+    from agent.report import SCHEMA, report_schema
+
+    shipped = json.loads(SCHEMA.read_text())
+    assert shipped == json.loads(json.dumps(report_schema())), (
+        "agent/report.schema.json is stale: write report_schema() to it"
+    )
+    good = {
+        "target": "local",
+        "session": "s1",
+        "verdict": "no fault found",
+        "hypotheses": [],
+        "sections": [{"title": "symptoms", "status": "", "lines": []}],
+        "facts": [
+            {
+                "id": "F-1a2b",
+                "baseline": False,
+                "probe": "pyenv",
+                "command": "python3 -",
+                "rc": 0,
+                "error": None,
+                "value": {"key_packages": {"torch": None}},
+            }
+        ],
+    }
+    jsonschema.validate(good, shipped)
+    del good["facts"][0]["value"]  # type: ignore[attr-defined]
+    with pytest.raises(jsonschema.ValidationError, match="'value' is a required property"):
+        jsonschema.validate(good, shipped)
