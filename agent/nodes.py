@@ -201,9 +201,12 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
     explained = layer.explain(state.symptoms, verified)
     if verified:
         verdict = "fault_found"
-    elif layer.unexplained(explained):
-        # The run got slower and nothing known explains it: that is the answer, with
-        # what differs and the open hypotheses, never "no fault found".
+    elif layer.unexplained(explained) and not any(
+        _for_lack_of_facts(h) and h.kind in layer.EXPLAINS_DROP for h in checked
+    ):
+        # The run got slower and nothing known explains it: that is the answer, never
+        # "no fault found". While a family that would explain it is open for lack of
+        # facts, the evidence is what is missing (below), not an explanation.
         verdict = "unexplained_symptom"
     elif any(_for_lack_of_facts(h) for h in checked):
         verdict = "insufficient_evidence"

@@ -207,7 +207,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     drops = {
         s.headline(): s.explained_by
         for s in state.symptoms
-        if s.kind == "throughput_drop" and s.status == "verified"
+        if s.kind == "throughput_drop" and s.subject and s.status == "verified"
     }
     for rank, hyp in enumerate(state.hypotheses, start=1):
         lines = [

@@ -1,0 +1,83 @@
+"""The incident as another program leaves it, diagnosed end to end through the CLI with
+a Python that has no torch: the report opens with the drop at the resume, then what
+changed since it worked; the FX race the console log shows is open, not refuted, and the
+report names the missing evidence and the flag that supplies it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import torch_error_texts as texts
+from tests.test_symptoms import incident_log
+
+CLI = Path(sys.executable).with_name("dflash-doctor")
+
+
+def workspace(root: Path) -> Path:
+    """Three drafter devices under ``perf/tokens_per_second`` (12,800 tok/s together to
+    step 690, 4,300 after the resume), the FX error ending two drafter threads in the
+    console log, a checkpoint at 690 recording 128 prompts, and 144 prompts now."""
+    ws = root / "run"
+    (ws / "logs").mkdir(parents=True)
+    incident_log(ws / "logs" / "metrics.jsonl")
+    lines = [f"step {i} loss 2.0" for i in range(1, 21)]
+    lines.append("resuming from checkpoints/epoch_0_step_690")
+    for thread in ("drafter-1", "drafter-2"):
+        lines += [
+            f"Exception in thread {thread}:",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
+            "    self.run()",
+            texts.FX_NESTED_TRACE,
+        ]
+    (ws / "train.log").write_text("\n".join(lines) + "\n")
+    (ws / "data").mkdir()
+    prompts = [{"prompt": "x" * (64 if i < 128 else 80)} for i in range(144)]
+    (ws / "data" / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts))
+    ckpt = ws / "checkpoints" / "epoch_0_step_690"
+    ckpt.mkdir(parents=True)
+    (ckpt / "meta.json").write_text(json.dumps({"torch": "2.11.0+cu130", "dataset_size": 128}))
+    return ws
+
+
+@pytest.mark.slow
+def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)  # a real Python with no torch in it
+    argv = [str(CLI), "diagnose", "--target", "local", "--workspace", str(ws)]
+    argv += ["--non-interactive", "--interpreter", str(bare / "bin" / "python"), "--json"]
+    run = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"XDG_STATE_HOME": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"},
+    )
+    assert run.stdout.strip(), run.stderr[-3000:]
+    report: dict[str, Any] = json.loads(run.stdout)
+    titles = [s["title"] for s in report["sections"]]
+    assert titles[0] == "symptoms", titles
+    assert titles[1].startswith("since it worked (derived baseline): "), titles
+    first = report["sections"][0]["lines"][0]
+    assert first["text"].startswith("tokens/s (sum of 3 series) fell to 0.3"), first
+    assert "at step 700 (verified)" in first["text"], first
+    changed = [line["text"] for line in report["sections"][1]["lines"]]
+    assert any(t.startswith("prompts in ") and ": 128 [" in t and "→ 144 [" in t for t in changed)
+    race = next(h for h in report["hypotheses"] if h["kind"] == "fx_trace_race")
+    assert race["status"] == "unverifiable", race
+    assert not any(c["status"] == "fails" for c in race["claims"]), race
+    missing = next(s for s in report["sections"] if s["title"] == "missing evidence")
+    (line,) = missing["lines"]
+    assert "has no torch installed" in line["text"] and "--interpreter PATH" in line["text"]
+    assert line["cites"] and line["cites"][0] in {f["id"] for f in report["facts"]}
+    # Missing evidence refutes nothing and does not make the drop "unexplained" while
+    # the race that would explain it is open.
+    assert report["verdict"] != "symptom unexplained"
