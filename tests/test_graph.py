@@ -252,3 +252,54 @@ def test_a_playbook_is_offered_when_one_kind_it_answers_is_verified() -> None:
     )
     assert final["offered"] == ["recompile-limit"]  # lock-warmup's fx_trace_race is refuted
     assert final["plan"].hypothesis == "checkpoint_integrity"
+
+
+def _trainlog(before: float, after: float) -> dict[str, object]:
+    """A train-log fact's windows (the parser's shape): 40 at ``before`` tok/s, then 40
+    at ``after``; the first is warm-up."""
+    windows = [
+        {"first_line": i + 1, "first_step": 10 * i, "last_step": 10 * i, "tok_s_median": v}
+        for i, v in enumerate([100.0] + [before] * 40 + [after] * 40)
+    ]
+    return {
+        "windows": windows,
+        "steps": {"max": 800, "restarts": 0, "restart_samples": []},
+        "throughput": {"recent_median": after, "early_median": before},
+    }
+
+
+def test_a_drop_nothing_explains_is_its_own_verdict_and_a_verified_cause_explains_it() -> None:
+    """The drafter fell to a third and every family is refuted: "symptom unexplained",
+    never "no fault found". With the race verified, the drop names it as its cause."""
+    values: dict[str, object] = {
+        "stdout_log": {"count": 0},
+        "checkpoints": {"count": 0},
+        "trainlog": _trainlog(12800.0, 4300.0),
+    }
+    doc, _ = doctor(values)
+    final = DiagnosisState.model_validate(
+        build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
+    )
+    assert final.verdict == "unexplained_symptom"
+    (drop,) = final.symptoms
+    assert (drop.kind, drop.status, drop.step, drop.explained_by) == (
+        "throughput_drop",
+        "verified",
+        410,
+        (),
+    )
+    values["stdout_log"] = {"count": 2}
+    doc, _ = doctor(values)
+    final = DiagnosisState.model_validate(
+        build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
+    )
+    assert final.verdict == "fault_found"
+    assert final.symptoms[0].explained_by == ("fx_trace_race",)
+    # Steady: no drop, and "no fault found" stands.
+    values.update(stdout_log={"count": 0}, trainlog=_trainlog(12800.0, 12500.0))
+    doc, _ = doctor(values)
+    final = DiagnosisState.model_validate(
+        build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
+    )
+    assert final.verdict == "no_fault_found"
+    assert [(s.kind, s.status) for s in final.symptoms] == [("throughput_steady", "verified")]
