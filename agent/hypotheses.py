@@ -89,19 +89,22 @@ class Hypothesis(BaseModel):
         return sum(v.outcome == "holds" for v in self.verdicts)
 
 
+def status_of(verdicts: tuple[Verdict, ...]) -> Status:
+    """The status rule (module docstring), for anything made of checked claims: a
+    hypothesis, or a symptom (``agent.symptoms``)."""
+    outcomes = {v.outcome for v in verdicts}
+    if not verdicts:
+        return "unverifiable"
+    if "fails" in outcomes:
+        return "refuted"
+    if outcomes == {"holds"}:
+        return "verified"
+    return "unverifiable"
+
+
 def verify(hypothesis: Hypothesis, ledger: Ledger) -> Hypothesis:
     verdicts = hypothesis.rejected + tuple(check(claim, ledger) for claim in hypothesis.claims)
-    outcomes = {v.outcome for v in verdicts}
-    status: Status
-    if not verdicts:
-        status = "unverifiable"
-    elif "fails" in outcomes:
-        status = "refuted"
-    elif outcomes == {"holds"}:
-        status = "verified"
-    else:
-        status = "unverifiable"
-    return hypothesis.model_copy(update={"verdicts": verdicts, "status": status})
+    return hypothesis.model_copy(update={"verdicts": verdicts, "status": status_of(verdicts)})
 
 
 _STATUS_ORDER = {"verified": 0, "unverifiable": 1, "untested": 2, "refuted": 3}

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.claims import AtLeast, Claim, Ref, Verdict, WindowRatio, check, window_series
 from agent.facts import Fact, Ledger
+from agent.hypotheses import status_of
 from agent.throughput import subject
 
 SymptomKind = Literal["throughput_drop", "throughput_rise", "throughput_steady", "restarted"]
@@ -350,19 +351,11 @@ def find(fact: Fact | None) -> list[Symptom]:
 
 
 def check_all(symptoms: Sequence[Symptom], ledger: Ledger) -> list[Symptom]:
-    """Each symptom with its claims checked: verified only when every claim holds."""
+    """Each symptom with its claims checked, by the hypotheses' status rule."""
     out = []
     for symptom in symptoms:
         verdicts = tuple(check(c, ledger) for c in symptom.claims)
-        outcomes = {v.outcome for v in verdicts}
-        status: Literal["verified", "refuted", "unverifiable"]
-        if "fails" in outcomes:
-            status = "refuted"
-        elif outcomes == {"holds"}:
-            status = "verified"
-        else:
-            status = "unverifiable"
-        out.append(symptom.model_copy(update={"verdicts": verdicts, "status": status}))
+        out.append(symptom.model_copy(update={"verdicts": verdicts, "status": status_of(verdicts)}))
     return out
 
 

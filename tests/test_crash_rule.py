@@ -17,18 +17,8 @@ from agent.rules.crash import EPILOGUE_LINES, CrashStated
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.summaries import summarize
 from tests import torch_error_texts as texts
+from tests.torch_error_texts import thread_crash
 from tools.parsers import stdoutlog
-
-
-def thread_crash(thread: str, last: str) -> list[str]:
-    """What threading.excepthook prints for an exception that ended ``thread``."""
-    return [
-        f"Exception in thread {thread}:",
-        "Traceback (most recent call last):",
-        '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
-        "    self.run()",
-        last,
-    ]
 
 
 def main_crash(last: str, prefix: str = "") -> list[str]:

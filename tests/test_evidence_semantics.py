@@ -116,13 +116,7 @@ def fx_log(tmp_path: Path, ledger: Ledger) -> Fact:
     """torch's FX-trace error, as eval_frame.py raises it, ending two drafter threads."""
     lines = [f"step {i} loss 2.0" for i in range(1, 21)]
     for thread in ("drafter-1", "drafter-2"):
-        lines += [
-            f"Exception in thread {thread}:",
-            "Traceback (most recent call last):",
-            '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
-            "    self.run()",
-            texts.FX_NESTED_TRACE,
-        ]
+        lines += texts.thread_crash(thread, texts.FX_NESTED_TRACE)
     p = tmp_path / "console.log"
     p.write_text("\n".join(lines) + "\n")
     with io.FileIO(str(p), "r") as f:

@@ -30,13 +30,7 @@ def workspace(root: Path) -> Path:
     lines = [f"step {i} loss 2.0" for i in range(1, 21)]
     lines.append("resuming from checkpoints/epoch_0_step_690")
     for thread in ("drafter-1", "drafter-2"):
-        lines += [
-            f"Exception in thread {thread}:",
-            "Traceback (most recent call last):",
-            '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
-            "    self.run()",
-            texts.FX_NESTED_TRACE,
-        ]
+        lines += texts.thread_crash(thread, texts.FX_NESTED_TRACE)
     (ws / "train.log").write_text("\n".join(lines) + "\n")
     (ws / "data").mkdir()
     prompts = [{"prompt": "x" * (64 if i < 128 else 80)} for i in range(144)]

@@ -57,6 +57,7 @@ __all__ = [
     "glog_line",
     "recompile_warning",
     "terminate_lines",
+    "thread_crash",
 ]
 
 CUDA_OOM_MESSAGE = (
@@ -142,4 +143,15 @@ def recompile_warning(limit: str = RECOMPILE_LIMIT) -> list[str]:
         'To log all recompilation reasons, use TORCH_LOGS="recompiles".',
         "To diagnose recompilation issues, see https://pytorch.org/docs/main/"
         "torch.compiler_troubleshooting.html",
+    ]
+
+
+def thread_crash(thread: str, last: str) -> list[str]:
+    """What Python's threading.excepthook prints for an exception that ended ``thread``."""
+    return [
+        f"Exception in thread {thread}:",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner',
+        "    self.run()",
+        last,
     ]
