@@ -26,7 +26,16 @@ from agent.claims import resolve
 from agent.comparables import comparables
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
-from agent.health_model import SWEEP_CHECK, Check, Cited, CitedFact, Metric, TargetResult
+from agent.health_model import (
+    SWEEP_CHECK,
+    SYMPTOMS_CHECK,
+    SYMPTOMS_TITLE,
+    Check,
+    Cited,
+    CitedFact,
+    Metric,
+    TargetResult,
+)
 from agent.hypotheses import TITLES, Hypothesis
 from agent.nodes import Doctor
 from agent.rules import default_rules
@@ -236,6 +245,14 @@ def not_checked(
     """The result for a target that could not be checked: the sweep check errs with the
     reason, every family check is skipped (nothing was decided about it)."""
     checks = [Check(name=SWEEP_CHECK, title="probe sweep", status="error", message=reason)]
+    checks.append(
+        Check(
+            name=SYMPTOMS_CHECK,
+            title=SYMPTOMS_TITLE,
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+    )
     checks += [
         Check(
             name=r.kind,
@@ -272,7 +289,7 @@ def summarize(
 ) -> TargetResult:
     ledger = session.ledger
     facts = [ledger.get(i) for i in state.facts]
-    checks = [_sweep_check(facts), *_family_checks(state, rules)]
+    checks = [_sweep_check(facts), _symptom_check(state), *_family_checks(state, rules)]
     regressed = [c.name for c in checks if c.status == "failed"]
     undecided = [c.name for c in checks if c.status == "error"]
     if regressed:
@@ -321,6 +338,46 @@ def _sweep_check(facts: list[Fact]) -> Check:
         message += f"; could not observe: {', '.join(f.probe for f in failed)}"
     return Check(
         name=SWEEP_CHECK, title="probe sweep", status="passed", message=message, lines=lines
+    )
+
+
+def _symptom_check(state: DiagnosisState) -> Check:
+    """A verified drop of the judged throughput is a regression whatever explains it (a
+    nightly check must not call a run at a third of its speed healthy because no family
+    named the cause); the explanation, or its absence, is the message."""
+    lines = [
+        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        for s in state.symptoms
+        if s.subject or s.kind == "restarted"
+        for v in s.verdicts
+    ]
+    drops = [
+        s
+        for s in state.symptoms
+        if s.kind == "throughput_drop" and s.subject and s.status == "verified"
+    ]
+    if drops:
+        message = "; ".join(
+            s.headline()
+            + (
+                f" (explained by: {', '.join(s.explained_by)})"
+                if s.explained_by
+                else " (no verified family explains it)"
+            )
+            for s in drops
+        )
+        return Check(
+            name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="failed", message=message, lines=lines
+        )
+    steady = [s for s in state.symptoms if s.kind == "throughput_steady" and s.subject]
+    if steady and steady[0].status == "verified":
+        message = steady[0].headline()
+    elif state.symptoms:
+        message = "no sustained drop of the judged throughput"
+    else:
+        message = "no trend read (no train-log windows enough for one)"
+    return Check(
+        name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="passed", message=message, lines=lines
     )
 
 

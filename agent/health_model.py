@@ -31,6 +31,8 @@ CheckStatus = Literal["passed", "failed", "error", "skipped"]
 EXIT_HEALTHY, EXIT_REGRESSION, EXIT_NOT_CHECKED = 0, 1, 2
 
 SWEEP_CHECK = "sweep"
+SYMPTOMS_CHECK = "symptoms"  # what the run did over time (agent.symptoms)
+SYMPTOMS_TITLE = "what the run did over time"
 
 
 class Cited(BaseModel):
@@ -44,7 +46,7 @@ class Cited(BaseModel):
 
 
 class Check(BaseModel):
-    """One thing checked on one target: the sweep itself, or one failure family.
+    """One thing checked on one target: the sweep itself, the symptoms, or one family.
 
     ``failed``: a regression (the family's hypothesis is verified); ``error``: it could
     not be decided (unverifiable, or the target could not be reached); ``skipped``: never

@@ -125,7 +125,11 @@ def test_a_hung_target_is_could_not_check_at_its_limit_and_the_rest_go_on() -> N
 
 def test_not_checked_has_one_case_per_family() -> None:
     r = not_checked(target(), NOW, 1.0, "ConnectError: refused")
-    assert [c.name for c in r.checks] == ["sweep", *(rule.kind for rule in default_rules())]
+    assert [c.name for c in r.checks] == [
+        "sweep",
+        "symptoms",
+        *(rule.kind for rule in default_rules()),
+    ]
     assert r.checks[0].status == "error" and r.checks[0].message == "ConnectError: refused"
 
 

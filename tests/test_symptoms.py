@@ -124,3 +124,37 @@ def test_no_windows_no_symptoms() -> None:
     ledger = Ledger()
     failed = ledger.append(Fact(probe="trainlog", target="local", error="no train log"))
     assert find(failed) == [] and find(None) == []
+
+
+def test_a_nightly_check_calls_a_verified_drop_a_regression(tmp_path: Path) -> None:
+    """Health: a drop of the judged throughput fails the symptoms check, explained or
+    not; a steady run passes it, saying so."""
+    from agent.health_check import _symptom_check
+    from agent.state import DiagnosisState
+
+    ledger = Ledger()
+    for drop, status, words in (
+        (True, "failed", "fell to 0.3"),
+        (False, "passed", "is steady"),
+    ):
+        incident_log(tmp_path / "metrics.jsonl", drop=drop)
+        fact = fact_of(tmp_path / "metrics.jsonl", ledger)
+        symptoms = explain(check_all(find(fact), ledger), [])
+        check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
+        assert (check.name, check.status) == ("symptoms", status)
+        assert words in check.message, check.message
+        assert check.lines and all(fact.id in line.cites for line in check.lines)
+    assert (
+        "(no verified family explains it)"
+        in _symptom_check(
+            DiagnosisState(
+                target="local",
+                symptoms=explain(check_all(find(fact_of_drop(tmp_path, ledger)), ledger), []),
+            )
+        ).message
+    )
+
+
+def fact_of_drop(tmp_path: Path, ledger: Ledger) -> Fact:
+    incident_log(tmp_path / "drop.jsonl")
+    return fact_of(tmp_path / "drop.jsonl", ledger)
