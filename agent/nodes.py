@@ -17,6 +17,7 @@ import structlog
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
+from agent import symptoms as layer
 from agent.baseline import Baselines, Comparable, diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
 from agent.facts import Fact, Ledger
@@ -97,8 +98,6 @@ def gather(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
 def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     """The symptom layer, before any family: what the run did over time, from the newest
     train-log fact, each symptom checked on it (``agent.symptoms``)."""
-    from agent import symptoms as layer
-
     doctor = runtime.context
     found = layer.check_all(layer.find(_evidence(state, doctor).latest("trainlog")), doctor.ledger)
     log.info("symptoms", found=[f"{s.kind}:{s.status}" for s in found])
@@ -195,8 +194,6 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
     probes_failed = sorted(
         {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
     )
-    from agent import symptoms as layer
-
     verified = [h.kind for h in checked if h.status == "verified"]
     explained = layer.explain(state.symptoms, verified)
     if verified:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -95,7 +95,7 @@ def _num(value: float | None) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"
 
 
-class _Series(BaseModel):
+class _Series(NamedTuple):
     label: str
     paths: tuple[tuple[str | int, ...], ...]
     subject: bool
@@ -114,7 +114,7 @@ def _series(fact: Fact) -> list[_Series]:
     label = f"{found.who}tokens/s" + (f" (sum of {len(members)} series)" if found.members else "")
     out = [
         _Series(
-            label=label.replace("  ", " "),
+            label=label,
             paths=tuple(("tok_s_median_by_group", g) for g in members),
             subject=True,
         )
@@ -245,8 +245,19 @@ def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
     return skip
 
 
-def _windows_ref(fact: Fact, label: str) -> Ref:
-    return Ref(fact=fact.id, path=("windows",), label=label)
+def _ratio(
+    ref: Ref,
+    series: _Series,
+    spans: tuple[tuple[int, int], tuple[int, int]],
+    ratio: float,
+    below: bool,
+) -> Claim:
+    before, after = spans
+    return Claim(
+        predicate=WindowRatio(
+            a=ref, series=series.paths, before=before, after=after, ratio=ratio, below=below
+        )
+    )
 
 
 def find(fact: Fact | None) -> list[Symptom]:
@@ -265,7 +276,7 @@ def find(fact: Fact | None) -> list[Symptom]:
             continue
         idx = [i for i, _ in points]
         values = [v for _, v in points]
-        ref = _windows_ref(fact, series.label)
+        ref = Ref(fact=fact.id, path=("windows",), label=series.label)
         cuts = change_points(values)
         bounds = [0, *cuts, len(points)]
         for j, k in enumerate(cuts):
@@ -284,18 +295,7 @@ def find(fact: Fact | None) -> list[Symptom]:
                     subject=series.subject,
                     step=step if isinstance(step, int | float) else None,
                     ratio=ratio,
-                    claims=(
-                        Claim(
-                            predicate=WindowRatio(
-                                a=ref,
-                                series=series.paths,
-                                before=before,
-                                after=after,
-                                ratio=DROP if drop else RISE,
-                                below=drop,
-                            )
-                        ),
-                    ),
+                    claims=(_ratio(ref, series, (before, after), DROP if drop else RISE, drop),),
                 )
             )
         if not cuts and series.subject:
@@ -307,18 +307,9 @@ def find(fact: Fact | None) -> list[Symptom]:
                     kind="throughput_steady",
                     series=series.label,
                     subject=True,
-                    claims=tuple(
-                        Claim(
-                            predicate=WindowRatio(
-                                a=ref,
-                                series=series.paths,
-                                before=early,
-                                after=recent,
-                                ratio=r,
-                                below=below,
-                            )
-                        )
-                        for r, below in ((DROP, False), (RISE, True))
+                    claims=(
+                        _ratio(ref, series, (early, recent), DROP, False),
+                        _ratio(ref, series, (early, recent), RISE, True),
                     ),
                 )
             )
