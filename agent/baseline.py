@@ -25,7 +25,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from agent.claims import MISSING, Ref, resolve
-from agent.facts import Fact, Ledger
+from agent.facts import Fact, Ledger, latest, observed
 from tools.errors import ConfigError, LedgerError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
@@ -131,15 +131,6 @@ def import_snapshot(
     return [ledger.append(clean(fact)).id for fact in snapshot.facts]
 
 
-def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
-    found = None
-    for fact_id in ids:
-        fact = ledger.get(fact_id)
-        if fact.probe == probe and fact.ok:
-            found = fact
-    return found
-
-
 def diff(
     table: Sequence[Comparable],
     ledger: Ledger,
@@ -154,17 +145,17 @@ def diff(
     """
     entries: list[DiffEntry] = []
     for item in table:
-        now = _latest(ledger, current_ids, item.probe)
+        now = observed(latest(ledger, current_ids, item.probe))
         if now is None:
             continue
         current_value = resolve(now, item.path)
         if current_value is MISSING:
             continue
         if baseline_ids is not None:
-            then = _latest(ledger, baseline_ids, item.probe)
+            then = observed(latest(ledger, baseline_ids, item.probe))
             then_path = item.path
         elif item.derived is not None:
-            then = _latest(ledger, current_ids, item.derived[0])
+            then = observed(latest(ledger, current_ids, item.derived[0]))
             then_path = item.derived[1]
         else:
             continue

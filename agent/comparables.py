@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from agent.baseline import Comparable
 from agent.claims import MISSING, resolve
-from agent.facts import Fact, Ledger
+from agent.facts import Fact, Ledger, latest, observed
 from agent.throughput import subject, throughput_comparables
 
 # What the newest finished checkpoint (or a saved environment file) records, as the
@@ -149,15 +149,6 @@ VERSION_KEYS = (
 )
 
 
-def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
-    found = None
-    for fact_id in ids:
-        fact = ledger.get(fact_id)
-        if fact.probe == probe and fact.ok:
-            found = fact
-    return found
-
-
 # The throughput the newest checkpoint recorded (the trainer's own measurement).
 RECORDED_THROUGHPUT = (*RECORDED, "tokens_per_s")
 
@@ -173,7 +164,7 @@ def drafter_group(fact: Fact) -> str | None:
 
 def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
     table = list(STATIC)
-    checksums = _latest(ledger, ids, "checksums")
+    checksums = observed(latest(ledger, ids, "checksums"))
     files = resolve(checksums, ("files",)) if checksums else MISSING
     if isinstance(files, list):
         for entry in files:
@@ -187,7 +178,7 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
                         ("files", f"@path={path}", "md5"),
                     )
                 )
-    dataset = _latest(ledger, ids, "dataset")
+    dataset = observed(latest(ledger, ids, "dataset"))
     files = resolve(dataset, ("files",)) if dataset else MISSING
     if isinstance(files, list):
         for entry in files:
@@ -212,8 +203,8 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
                 )
     table.extend(
         throughput_comparables(
-            _latest(ledger, ids, "trainlog"),
-            _latest(ledger, ids, "checkpoints"),
+            observed(latest(ledger, ids, "trainlog")),
+            observed(latest(ledger, ids, "checkpoints")),
             RECORDED_THROUGHPUT,
         )
     )

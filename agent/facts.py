@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,27 @@ class Ledger:
             if fact.content_digest() != fact.digest or not fact.digest.startswith(fact.id[2:]):
                 raise LedgerError(f"{path}:{number}: fact {fact.id} does not match its content")
             self._index(fact)
+
+
+def latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
+    """The newest fact of ``probe`` among ``ids`` (in the order they were gathered).
+
+    The one rule for "the current fact of a probe", used by rules, the diff, the symptom
+    layer, health and every renderer. A failed newest fact is returned, not skipped for an
+    older success: after a re-gather, an old observation is not evidence of what holds now,
+    and a caller that reads values must treat a failed fact as "not observed" (``observed``).
+    """
+    found = None
+    for fact_id in ids:
+        fact = ledger.get(fact_id)
+        if fact.probe == probe:
+            found = fact
+    return found
+
+
+def observed(fact: Fact | None) -> Fact | None:
+    """``fact`` when it holds an observation, None when it is absent or failed."""
+    return fact if fact is not None and fact.ok else None
 
 
 def fact_from_result(

@@ -24,7 +24,7 @@ import structlog
 from agent.baseline import baseline_store
 from agent.claims import resolve
 from agent.comparables import comparables
-from agent.facts import Fact, Ledger
+from agent.facts import Fact, Ledger, latest, observed
 from agent.gather import SweepGatherer
 from agent.health_model import (
     SWEEP_CHECK,
@@ -437,19 +437,10 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
-    found = None
-    for fact_id in ids:
-        fact = ledger.get(fact_id)
-        if fact.probe == probe and fact.ok:
-            found = fact
-    return found
-
-
 def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
     out: dict[str, Metric] = {}
-    trainlog = _latest(ledger, state.facts, "trainlog")
-    host = _latest(ledger, state.facts, "host")
+    trainlog = observed(latest(ledger, state.facts, "trainlog"))
+    host = observed(latest(ledger, state.facts, "host"))
     if trainlog is not None:
         found = subject(trainlog)
         who = found.who if found is not None else ""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from agent.claims import unshown
-from agent.facts import Fact, Ledger
+from agent.facts import Fact, Ledger, latest, observed
 from agent.report import Report
 from agent.state import DiagnosisState
 from agent.throughput import subject
@@ -65,15 +65,6 @@ def series_title(fact: Fact | None) -> str:
     """What the plot shows, in the log's own words ("drafter tokens/s", "tokens/s")."""
     found = subject(fact)
     return f"{found.who if found else ''}tokens/s per log window"
-
-
-def _latest(ledger: Ledger, ids: list[str], probe: str) -> Fact | None:
-    found = None
-    for fact_id in ids:
-        fact = ledger.get(fact_id)
-        if fact.probe == probe:
-            found = fact
-    return found
 
 
 def _svg(series: list[Series], width: int = 760, height: int = 280) -> str:
@@ -145,8 +136,8 @@ code{font-size:.9em}.legend span{margin-right:1.5em}
 
 
 def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
-    now = throughput_series(_latest(ledger, state.facts, "trainlog"), "now")
-    then = throughput_series(_latest(ledger, state.baseline_facts, "trainlog"), "baseline")
+    now = throughput_series(observed(latest(ledger, state.facts, "trainlog")), "now")
+    then = throughput_series(observed(latest(ledger, state.baseline_facts, "trainlog")), "baseline")
     series = [s for s in (then, now) if s is not None]
     out = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -163,7 +154,7 @@ def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
         )
         out += [
             "<h2 id='throughput'>"
-            + html.escape(series_title(_latest(ledger, state.facts, "trainlog")))
+            + html.escape(series_title(observed(latest(ledger, state.facts, "trainlog"))))
             + "</h2>",
             f"<div class='legend'>{legend}</div>",
             _svg(series),

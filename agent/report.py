@@ -16,7 +16,7 @@ from pydantic import BaseModel, JsonValue
 
 from agent.claims import Verdict as ClaimVerdict
 from agent.claims import with_cites
-from agent.facts import Ledger
+from agent.facts import Ledger, latest, observed
 from agent.hypotheses import TITLES
 from agent.state import DiagnosisState
 
@@ -110,23 +110,33 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
                     cites=[],
                 )
             )
-    logs = [f for f in (ledger.get(i) for i in state.facts) if f.probe == "trainlog" and f.ok]
-    if logs and isinstance(logs[-1].value, dict):
-        steps = logs[-1].value.get("steps")
+    newest = latest(ledger, state.facts, "trainlog")
+    log = observed(newest)
+    if log is not None and isinstance(log.value, dict):
+        steps = log.value.get("steps")
         last = steps.get("max") if isinstance(steps, dict) else None
         if last is not None:
-            lines.append(Line(text=f"last step logged: {last}", cites=[logs[-1].id]))
+            lines.append(Line(text=f"last step logged: {last}", cites=[log.id]))
         if not state.symptoms:
-            windows = logs[-1].value.get("windows")
+            windows = log.value.get("windows")
             count = len(windows) if isinstance(windows, list) else 0
             lines.append(
                 Line(
                     text=f"no trend read: {count} train-log window(s), too few for a change "
                     "point or a steady claim",
-                    cites=[logs[-1].id],
+                    cites=[log.id],
                 )
             )
-    elif not logs:
+    elif newest is not None and not newest.ok:
+        lines.append(
+            Line(
+                text=f"the train log could not be read ({newest.error or 'probe failed'}): "
+                "the run's behaviour over time is unknown",
+                cites=[newest.id],
+                outcome="unverifiable",
+            )
+        )
+    elif newest is None:
         lines.append(
             Line(text="no train-log fact: the run's behaviour over time is unknown", cites=[])
         )
@@ -162,25 +172,24 @@ def _since_it_worked(state: DiagnosisState) -> Section | None:
 def _missing_evidence(state: DiagnosisState, ledger: Ledger) -> list[Line]:
     """Why facts a family needs are missing, with what would supply them: the probed
     Python without torch is the common case (the wrong interpreter was probed)."""
-    lines = []
-    for fact in (ledger.get(i) for i in state.facts):
-        if fact.probe != "pyenv" or not fact.ok or not isinstance(fact.value, dict):
-            continue
-        packages = fact.value.get("key_packages")
-        python = fact.value.get("python")
-        exe = python.get("executable") if isinstance(python, dict) else None
-        if isinstance(packages, dict) and "torch" in packages and packages["torch"] is None:
-            lines = [
-                Line(
-                    text=f"the probed Python {exe or '(unnamed)'} has no torch installed "
-                    f"(key_packages.torch is null) [{fact.id}]: the torch facts are missing; "
-                    "name the trainer's Python with --interpreter PATH or the profile's "
-                    'interpreter = "PATH"',
-                    cites=[fact.id],
-                    outcome="unverifiable",
-                )
-            ]
-    return lines
+    fact = observed(latest(ledger, state.facts, "pyenv"))
+    if fact is None or not isinstance(fact.value, dict):
+        return []
+    packages = fact.value.get("key_packages")
+    python = fact.value.get("python")
+    exe = python.get("executable") if isinstance(python, dict) else None
+    if not (isinstance(packages, dict) and "torch" in packages and packages["torch"] is None):
+        return []
+    return [
+        Line(
+            text=f"the probed Python {exe or '(unnamed)'} has no torch installed "
+            f"(key_packages.torch is null) [{fact.id}]: the torch facts are missing; "
+            "name the trainer's Python with --interpreter PATH or the profile's "
+            'interpreter = "PATH"',
+            cites=[fact.id],
+            outcome="unverifiable",
+        )
+    ]
 
 
 SCHEMA = Path(__file__).with_name("report.schema.json")
@@ -267,10 +276,10 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                 ],
             )
         )
-    python = [f for f in (ledger.get(i) for i in state.facts) if f.probe == "interpreter" and f.ok]
-    if python and isinstance(python[-1].value, dict):
+    python = observed(latest(ledger, state.facts, "interpreter"))
+    if python is not None and isinstance(python.value, dict):
         # Which Python the facts came from, and why that one: discovered or given.
-        chosen = python[-1].value
+        chosen = python.value
         candidates = chosen.get("candidates")
         looked = len(candidates) if isinstance(candidates, list) else 0
         sections.append(
@@ -281,7 +290,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                         text=f"the target's Python {chosen.get('path')}: "
                         f"{chosen.get('chosen_because')}"
                         + (f" ({looked} candidate(s) looked at)" if looked else ""),
-                        cites=[python[-1].id],
+                        cites=[python.id],
                     )
                 ],
             )

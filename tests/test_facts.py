@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agent.facts import Fact, Ledger, fact_from_result
+from agent.facts import Fact, Ledger, fact_from_result, latest, observed
 from tools.errors import LedgerError
 from tools.transport import LocalTransport
 
@@ -101,3 +101,20 @@ def test_fact_from_a_real_command() -> None:
     made = Ledger().append(fact_from_result("demo", result, value="hi"))
     assert (made.argv, made.rc, made.value) == (("sh", "-c", "printf hi; exit 4"), 4, "hi")
     assert made.stdout_digest == "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"
+
+
+def test_latest_is_the_newest_observation_failed_or_not() -> None:
+    """One rule for "the current fact of a probe": a failed re-observation is what holds
+    now; an older success is not returned in its place."""
+    ledger = Ledger()
+    old = ledger.append(fact(probe="trainlog", value={"steps": 1}))
+    other = ledger.append(fact(probe="host", value={"now": 1.0}))
+    failed = ledger.append(fact(probe="trainlog", value=None, rc=2, error="log truncated"))
+    ids = [old.id, other.id, failed.id]
+    assert latest(ledger, ids, "trainlog") == failed
+    assert observed(latest(ledger, ids, "trainlog")) is None
+    assert latest(ledger, ids[:2], "trainlog") == old
+    assert observed(latest(ledger, ids[:2], "trainlog")) == old
+    assert latest(ledger, ids, "pyenv") is None
+    # Order is the order gathered, not the ledger's: only the ids given count.
+    assert latest(ledger, [failed.id, old.id], "trainlog") == old

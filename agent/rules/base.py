@@ -10,7 +10,7 @@ from typing import Protocol
 
 from agent.baseline import DiffEntry
 from agent.claims import MISSING, Claim, Equal, Ref, resolve
-from agent.facts import Fact, Ledger
+from agent.facts import Fact, Ledger, latest
 from agent.hypotheses import Hypothesis, Kind
 
 
@@ -23,12 +23,8 @@ class Evidence:
     diff: Sequence[DiffEntry] = field(default_factory=list)
 
     def latest(self, probe: str) -> Fact | None:
-        found = None
-        for fact_id in self.fact_ids:
-            fact = self.ledger.get(fact_id)
-            if fact.probe == probe:
-                found = fact
-        return found
+        """The newest ``probe`` fact, failed included (``agent.facts.latest``'s rule)."""
+        return latest(self.ledger, self.fact_ids, probe)
 
     def value(self, probe: str, *path: str | int) -> object:
         """The value at ``path`` in the newest ``probe`` fact; None when absent or failed."""
