@@ -57,6 +57,18 @@ def scan_text(tmp_path: Path, text: str | bytes, **kw: Any) -> dict[str, Any]:
         ("Killed", "killed"),
         ("Fatal Python error: Segmentation fault", "killed"),
         ("Exception in thread drafter-2:", "thread_exception"),
+        # transformers' Trainer (trainer.py, _inner_training_loop) when it resumes:
+        ("  Continuing training from global step 690", "resume"),
+        # Lightning's checkpoint connector, on ckpt_path=:
+        (
+            "Restoring states from the checkpoint path at /ckpt/epoch=0-step=690.ckpt",
+            "resume",
+        ),
+        ("resuming from checkpoints/epoch_0_step_690", "resume"),
+        # transformers' Trainer at the start of training ("  Num examples = {n:,}"):
+        ("  Num examples = 1,100,000", "dataset_size"),
+        ("INFO dataset size: 1100000 prompts", "dataset_size"),
+        ("loaded 1,100,000 prompts from data/train.jsonl", "dataset_size"),
         ("[rank0]: Traceback (most recent call last):", "traceback"),
     ],
 )
@@ -225,3 +237,49 @@ def test_multi_gigabyte_stdout_log_in_bounded_memory(tmp_path: Path) -> None:
     assert out["fx"]["first_offset"] > 3 << 30
     assert out["tail"] == "Killed"
     assert out["rss_mb"] < 200, out
+
+
+@pytest.mark.parametrize(
+    ("printed", "step"),
+    [
+        ("step 690 loss 2.0", 690),
+        ("[rank0]: Step 690/1000 | loss 2.0", 690),
+        ("{'global_step': 690, 'loss': 2.0}", 690),
+        ("global_step=690", 690),
+        ("saved checkpoints/epoch_0_step_690", 690),
+        ("Restoring states from the checkpoint path at /c/epoch=0-step=690.ckpt", 690),
+        ("saved checkpoint-epoch0-step690-files0", 690),
+    ],
+)
+def test_a_first_hit_is_dated_by_the_step_printed_before_it(
+    tmp_path: Path, printed: str, step: int
+) -> None:
+    """How the console log is aligned to the train log's steps: each signature's first hit
+    carries the last step number printed at or before it, with that line."""
+    text = f"step 1 loss 2.0\nnothing here\n{printed}\nwarming up\n{FX}\n{FX}\n"
+    hit = scan_text(tmp_path, text)["signatures"]["fx_nested_trace"]
+    assert hit["count"] == 2 and hit["first_line"] == 5
+    assert hit["first_after_step"] == {"step": step, "line": 3}
+
+
+def test_words_about_steps_without_a_number_do_not_date(tmp_path: Path) -> None:
+    text = "max_steps=1000 warmup steps ahead\nsteps=5\n" + FX + "\n"
+    hit = scan_text(tmp_path, text)["signatures"]["fx_nested_trace"]
+    assert hit["first_after_step"] is None
+    before = scan_text(tmp_path, "step 40\n" + text)["signatures"]["fx_nested_trace"]
+    assert before["first_after_step"] == {"step": 40, "line": 1}
+
+
+def test_the_step_is_carried_across_blocks_and_reset_after_a_gap(tmp_path: Path) -> None:
+    """A step printed in an earlier 1 MiB block dates a hit in a later one, with the right
+    line; in a head+tail scan the tail does not inherit the head's step (the skipped
+    middle may have printed later ones)."""
+    filler = "x" * 1000 + "\n"
+    blocks = (3 << 20) // len(filler)
+    text = "step 7 loss 2.0\n" + filler * blocks + FX + "\n"
+    hit = scan_text(tmp_path, text)["signatures"]["fx_nested_trace"]
+    assert hit["first_line"] == blocks + 2
+    assert hit["first_after_step"] == {"step": 7, "line": 1}
+    split = scan_text(tmp_path, text, max_scan=2 << 20, head=1 << 20)
+    assert split["coverage"]["mode"] == "head+tail"
+    assert split["signatures"]["fx_nested_trace"]["first_after_step"] is None

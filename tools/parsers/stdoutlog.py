@@ -159,6 +159,27 @@ SIGNATURES: Sequence[Signature] = (
         ("Exception ignored ",),
     ),
     Signature(
+        "resume",
+        # HF Trainer ("Continuing training from global step 690"), Lightning ("Restoring
+        # states from the checkpoint path at …/epoch=0-step=690.ckpt"), and the many
+        # scripts that print "resuming from <checkpoint>" or "resumed at step N".
+        r"(?i)(?:\bresum(?:e|ed|ing)\b|\brestor(?:e|ed|ing) (?:all )?states?\b"
+        r"|\bcontinuing training from\b)[^\n]*?(?:checkpoint|ckpt|step|epoch|state)",
+        "the run resumed from a checkpoint (a start mid-run)",
+        # Each needle is a pass over the block: a few case-shared stems, not every spelling.
+        ("esum", "estor", "ontinuing training from"),
+    ),
+    Signature(
+        "dataset_size",
+        # HF Trainer's "  Num examples = 1,000", and "dataset size: N", "loaded N prompts".
+        r"(?i)(?:\bnum(?:ber of)?[ _](?:examples|samples|prompts|sequences)\s*[=:]\s*[0-9]"
+        r"|\bdataset[ _]size\b\s*[=:]?\s*[0-9]"
+        r"|\b(?:loaded|loading|found|read)\s+[0-9][0-9,_]*\s+"
+        r"(?:examples|samples|prompts|sequences)\b)",
+        "the trainer printed how much data it loaded (a dataset-size line)",
+        ("amples", "rompts", "ataset", "equences"),
+    ),
+    Signature(
         "thread_exception",
         # threading's excepthook, and multiprocessing's BaseProcess._bootstrap
         # ("Process NAME:" then the traceback) for a worker process.
@@ -175,6 +196,12 @@ SIGNATURES: Sequence[Signature] = (
 )
 
 SAMPLE = 300
+# A step number a log line prints: "step 690", "Step 690/1000", "global_step=690",
+# "epoch_0_step_690", Lightning's "epoch=0-step=690.ckpt", "checkpoint-epoch0-step800",
+# a printed dict's "'global_step': 690".
+# A progress bar's "690/2000" is not read: tqdm redraws with \r, so it has no lines.
+_STEP = re.compile(rb"(?i)(?:\b|_)(?:global[_ ])?step[ \t=:#_'\"-]*([0-9]{1,12})(?![0-9]|\.[0-9])")
+_STEP_WORDS = (b"step", b"Step", b"STEP")
 TB_LINES = 5000  # a traceback longer than this is reported without its exception line
 _THREAD = re.compile(rb"(?:Exception in (?:thread|process) (.*?):?|Process (\S+):)\s*$")
 _TB_HEAD = b"Traceback (most recent call last):"
@@ -244,6 +271,7 @@ class _Hit:
     __slots__ = (
         "count",
         "first",
+        "first_after_step",
         "first_line",
         "first_offset",
         "last",
@@ -253,6 +281,9 @@ class _Hit:
 
     def __init__(self) -> None:
         self.count = 0
+        # The last step number the log printed at or before the first hit (its line too):
+        # what dates an event against the train log's steps (None: none printed before).
+        self.first_after_step: dict[str, int | None] | None = None
         self.first_line: int | None = None
         self.first_offset = 0
         self.first = ""
@@ -273,6 +304,7 @@ class _Hit:
             "first_line": self.first_line,
             "first_offset": self.first_offset,
             "first": self.first,
+            "first_after_step": self.first_after_step,
             "last_line": self.last_line,
             "last_offset": self.last_offset,
             "last": self.last,
@@ -323,6 +355,37 @@ class _Scanner:
         self.ignored_line = -1  # where "Exception ignored in ..." was last seen
         self.pending_tb: dict[str, Any] | None = None  # traceback still open at block end
         self.tail: deque[str] = deque(maxlen=10)
+        # The newest step marker of the blocks already scanned in this range.
+        self.step_seen: dict[str, int | None] | None = None
+
+    def _step_before(
+        self, data: bytes, end: int, first_line: int | None, newlines: int | None = None
+    ) -> dict[str, int | None] | None:
+        """The last step number printed in ``data[:end]`` (the line holding ``end``
+        included up to ``end``), else the newest of earlier blocks. Searched backwards
+        only when asked (a signature's first hit, a block's end), so a log that prints a
+        step on every line costs a few lookups, not a regex per line."""
+        pos = end
+        while pos > 0:
+            at = max(data.rfind(word, 0, pos) for word in _STEP_WORDS)
+            if at < 0:
+                break
+            start = data.rfind(b"\n", 0, at) + 1
+            stop = data.find(b"\n", at)
+            stop = min(end, len(data) if stop < 0 else stop)
+            found = None
+            for found in _STEP.finditer(data, start, stop):
+                pass
+            if found is not None:
+                if first_line is None:
+                    line = None
+                elif newlines is not None:  # near the block's end: count what follows
+                    line = first_line + newlines - data.count(b"\n", start)
+                else:
+                    line = first_line + data.count(b"\n", 0, start)
+                return {"step": int(found.group(1)), "line": line}
+            pos = start - 1 if start > 0 else 0
+        return self.step_seen
 
     def _exception(
         self,
@@ -427,7 +490,10 @@ class _Scanner:
             line = None if first_line is None else first_line + local
             at = self.seen + local + 1  # the candidate's place among all lines read
             text = data[start:end]
-            self.hits[index].add(line, offset + start, text)
+            hit = self.hits[index]
+            if not hit.count:
+                hit.first_after_step = self._step_before(data, end, first_line)
+            hit.add(line, offset + start, text)
             sig = self.signatures[index].id
             if sig == "thread_exception":
                 t = _THREAD.search(text)
@@ -463,7 +529,9 @@ class _Scanner:
                         "lines": n,
                         "ignored": ignored,
                     }
-        self.seen += data.count(b"\n") + 1
+        newlines = data.count(b"\n")
+        self.step_seen = self._step_before(data, len(data), first_line, newlines)
+        self.seen += newlines + 1
 
     def end(self, data_tail: Sequence[bytes]) -> None:
         for raw in data_tail:
@@ -538,6 +606,7 @@ def scan(
         if i:
             scanner.pending_tb = None
             scanner.pending_thread = None
+            scanner.step_seen = None  # the skipped middle may have printed later steps
             last_lines.clear()
         reader = LineReader(
             f,
