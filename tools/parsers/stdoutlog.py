@@ -374,8 +374,8 @@ class _Scanner:
             stop = data.find(b"\n", at)
             stop = min(end, len(data) if stop < 0 else stop)
             found = None
-            for found in _STEP.finditer(data, start, stop):
-                pass
+            for match in _STEP.finditer(data, start, stop):
+                found = match  # the line's last step number is the one that counts
             if found is not None:
                 if first_line is None:
                     line = None
