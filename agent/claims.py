@@ -125,6 +125,15 @@ class Greater(_Pred):
     b: Ref
 
 
+class NotBefore(_Pred):
+    """``a >= b`` for two steps: when an event is dated against the run (the first FX
+    error was printed after step ``a``; the slower regime began at step ``b``)."""
+
+    op: Literal["not_before"] = "not_before"
+    a: Ref
+    b: Ref
+
+
 class WindowRatio(_Pred):
     """A throughput change over a train log's windows: the median, over the windows
     ``after`` (first and last index into ``a``, the list of window summaries), of the
@@ -170,6 +179,7 @@ Predicate = Annotated[
     | RatioBelow
     | RatioAtLeast
     | Greater
+    | NotBefore
     | WindowRatio
     | Exists
     | Absent,
@@ -178,7 +188,7 @@ Predicate = Annotated[
 
 PREDICATES = (
     Equal, Differs, VersionDiffers, Contains, Matches, AtLeast, AtMost, RatioBelow,
-    RatioAtLeast, Greater, WindowRatio, Exists, Absent,
+    RatioAtLeast, Greater, NotBefore, WindowRatio, Exists, Absent,
 )  # fmt: skip
 
 Outcome = Literal["holds", "fails", "unverifiable", "rejected"]
@@ -390,6 +400,12 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
             return None, f"{pred.a.show()} or {pred.b.show()} is not a number"
         rel = ">" if left > right else "≤"
         return left > right, f"{_v(pred.a, values)} {rel} {_v(pred.b, values)}"
+    if isinstance(pred, NotBefore):
+        left, right = _number(values[pred.a]), _number(values[pred.b])
+        if left is None or right is None:
+            return None, f"{pred.a.show()} or {pred.b.show()} is not a step"
+        rel = "not before" if left >= right else "before"
+        return left >= right, f"{_v(pred.a, values)}, {rel} {_v(pred.b, values)}"
     if isinstance(pred, WindowRatio):
         return _window_ratio(pred, values[pred.a])
     if isinstance(pred, Exists | Absent):

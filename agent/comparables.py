@@ -8,6 +8,7 @@ the log's role/device groups) differ from one trainer to the next.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from agent.baseline import Comparable
 from agent.claims import MISSING, resolve
@@ -162,7 +163,49 @@ def drafter_group(fact: Fact) -> str | None:
     return str(found.path[1])
 
 
-def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
+def checkpoint_before(checkpoints: Fact | None, step: float) -> str | None:
+    """The name of the newest finished checkpoint that records anything and was written
+    at or before ``step``, when the newest such checkpoint overall was written after it."""
+    steps = resolve(checkpoints, ("steps",)) if checkpoints is not None else MISSING
+    if not isinstance(steps, list):
+        return None
+    finished = [
+        s
+        for s in steps
+        if isinstance(s, dict)
+        and s.get("canonical")
+        and not s.get("incomplete")
+        and not s.get("metadata_error")
+        and isinstance(s.get("step"), int | float)
+    ]
+    if not finished or finished[-1]["step"] <= step:
+        return None  # the newest already shows the state before the change
+    before = [s for s in finished if s["step"] <= step]
+    return str(before[-1]["name"]) if before else None
+
+
+def _rebased(table: list[Comparable], name: str) -> list[Comparable]:
+    """``table`` with what "the newest checkpoint recorded" read from checkpoint ``name``
+    instead: the last one written before the run changed (the derived baseline)."""
+    out = []
+    for item in table:
+        if item.derived is not None and item.derived[0] == "checkpoints":
+            path = item.derived[1]
+            if path[: len(RECORDED)] == RECORDED:
+                tail = path[len(RECORDED) :]
+                item = replace(
+                    item, derived=("checkpoints", ("steps", f"@name={name}", "canonical", *tail))
+                )
+        out.append(item)
+    return out
+
+
+def comparables(
+    ledger: Ledger, ids: Sequence[str], before: float | None = None
+) -> list[Comparable]:
+    """What the diff compares. ``before``: the step where the run changed (a drop's
+    ``began``); without a snapshot, the baseline is then what the last checkpoint written
+    at or before it recorded, not a newer one written while the run was already slow."""
     table = list(STATIC)
     checksums = observed(latest(ledger, ids, "checksums"))
     files = resolve(checksums, ("files",)) if checksums else MISSING
@@ -208,4 +251,8 @@ def comparables(ledger: Ledger, ids: Sequence[str]) -> list[Comparable]:
             RECORDED_THROUGHPUT,
         )
     )
+    if before is not None:
+        name = checkpoint_before(observed(latest(ledger, ids, "checkpoints")), before)
+        if name is not None:
+            table = _rebased(table, name)
     return table

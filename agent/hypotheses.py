@@ -33,6 +33,7 @@ Kind = Literal[
 ]
 
 Status = Literal["verified", "refuted", "unverifiable", "untested"]
+Fit = Literal["fits", "does_not_fit", "undated"]
 
 TITLES: dict[str, str] = {
     "environment_drift": "environment drift since the known good state",
@@ -73,6 +74,10 @@ class Hypothesis(BaseModel):
     rejected: tuple[Verdict, ...] = ()
     # How strongly the facts point here, for ranking: see ``rank``.
     weight: int = Field(default=1, ge=0)
+    # Its evidence dated against the drop it would explain (``agent.timing``): checked
+    # claims kept apart from ``verdicts``, since evidence older than the drop makes the
+    # family no explanation of it, not false.
+    timing: tuple[Verdict, ...] = ()
 
     @property
     def title(self) -> str:
@@ -87,6 +92,14 @@ class Hypothesis(BaseModel):
 
     def holding(self) -> int:
         return sum(v.outcome == "holds" for v in self.verdicts)
+
+    def timing_fit(self) -> Fit:
+        """ "fits" when every timing claim holds, "does_not_fit" when one fails, else
+        "undated" (nothing dated, or a date not observed)."""
+        outcomes = {v.outcome for v in self.timing}
+        if "fails" in outcomes:
+            return "does_not_fit"
+        return "fits" if outcomes == {"holds"} else "undated"
 
 
 def status_of(verdicts: tuple[Verdict, ...]) -> Status:
@@ -108,15 +121,22 @@ def verify(hypothesis: Hypothesis, ledger: Ledger) -> Hypothesis:
 
 
 _STATUS_ORDER = {"verified": 0, "unverifiable": 1, "untested": 2, "refuted": 3}
+_FIT_ORDER = {"fits": 0, "undated": 1, "does_not_fit": 2}
 
 
 def rank(hypotheses: list[Hypothesis]) -> list[Hypothesis]:
-    """Verified first; among equals, the one with more holding claims times its weight.
+    """Verified first; among equals, the one whose evidence is dated to the drop (its
+    timing fits), then the one with more holding claims times its weight.
 
     A rule sets ``weight`` from the facts it found (e.g. the FX race counts the error
     lines it saw), never from prose, so the order can be explained by the facts cited.
     """
     return sorted(
         hypotheses,
-        key=lambda h: (_STATUS_ORDER[h.status], -h.holding() * h.weight, h.kind),
+        key=lambda h: (
+            _STATUS_ORDER[h.status],
+            _FIT_ORDER[h.timing_fit()],
+            -h.holding() * h.weight,
+            h.kind,
+        ),
     )

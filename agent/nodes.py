@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
 from agent import symptoms as layer
+from agent import timing
 from agent.baseline import Baselines, Comparable, diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
 from agent.facts import Fact, Ledger
@@ -67,7 +68,9 @@ class Doctor:
     ledger: Ledger
     gather: Gatherer
     rules: Sequence[Rule]
-    comparables: Callable[[Ledger, Sequence[str]], Sequence[Comparable]] = lambda _l, _i: ()
+    comparables: Callable[[Ledger, Sequence[str], float | None], Sequence[Comparable]] = (
+        lambda _l, _i, _b: ()
+    )
     baselines: Baselines | None = None
     playbooks: Mapping[str, Playbook] = field(default_factory=dict)
     approver: Approver = "never"
@@ -112,7 +115,12 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
         snapshot = doctor.baselines.load(state.baseline)
         imported = import_snapshot(snapshot, doctor.ledger, doctor.sanitize)
         baseline_ids = imported
-    table = doctor.comparables(doctor.ledger, state.facts)
+    drop = timing.subject_drop(state.symptoms)
+    # Without a snapshot, "when it worked" is before the drop: the derived baseline reads
+    # the last checkpoint written before it began (agent.comparables).
+    table = doctor.comparables(
+        doctor.ledger, state.facts, drop.began_step if drop is not None else None
+    )
     entries = diff(table, doctor.ledger, state.facts, baseline_ids)
     log.info(
         "diffed",
@@ -190,12 +198,20 @@ def _for_lack_of_facts(h: Hypothesis) -> bool:
 def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     doctor = runtime.context
     asked = [h for h in state.proposed if not state.focus or h.kind in state.focus]
-    checked = rank([verify(h, doctor.ledger) for h in asked])
+    checked = [verify(h, doctor.ledger) for h in asked]
+    drop = timing.subject_drop(state.symptoms)
+    if drop is not None:
+        checked = [timing.dated(h, doctor.ledger, state.facts, drop) for h in checked]
+    checked = rank(checked)
     probes_failed = sorted(
         {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
     )
     verified = [h.kind for h in checked if h.status == "verified"]
-    explained = layer.explain(state.symptoms, verified)
+    # Evidence dated before the drop began was there while the run was fast: no cause.
+    explained = layer.explain(
+        state.symptoms,
+        [h.kind for h in checked if h.status == "verified" and h.timing_fit() != "does_not_fit"],
+    )
     if verified:
         verdict = "fault_found"
     elif layer.unexplained(explained) and not any(

@@ -8,12 +8,14 @@ nothing. There is no place here for free text about the target.
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, JsonValue
 
+from agent import timing
 from agent.claims import Verdict as ClaimVerdict
 from agent.claims import with_cites
 from agent.facts import Ledger, latest, observed
@@ -110,6 +112,12 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
                     cites=[],
                 )
             )
+        if s is timing.subject_drop(state.symptoms):
+            # What the console printed around the change, dated against it.
+            lines += [
+                Line(text=f"around the change: {text}", cites=cites)
+                for text, cites in timing.context_lines(ledger, state.facts, s)
+            ]
     newest = latest(ledger, state.facts, "trainlog")
     log = observed(newest)
     if log is not None and isinstance(log.value, dict):
@@ -143,7 +151,14 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
     return lines
 
 
-def _since_it_worked(state: DiagnosisState) -> Section | None:
+def _show(value: object) -> str:
+    """A diff value as a person reads it: 4,298 tok/s, not 4298.210052107709."""
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.4g}"
+    return repr(value)
+
+
+def _since_it_worked(state: DiagnosisState, ledger: Ledger) -> Section | None:
     """The baseline diff, what differs first; the unchanged entries folded into a count."""
     if not state.diff:
         return None
@@ -151,8 +166,8 @@ def _since_it_worked(state: DiagnosisState) -> Section | None:
     same = [d for d in state.diff if not d.differs]
     lines = [
         Line(
-            text=f"{d.label}: {d.baseline_value!r} [{d.baseline.fact}] → "
-            f"{d.current_value!r} [{d.current.fact}]",
+            text=f"{d.label}: {_show(d.baseline_value)} [{d.baseline.fact}] → "
+            f"{_show(d.current_value)} [{d.current.fact}]",
             cites=sorted({d.baseline.fact, d.current.fact}),
         )
         for d in changed
@@ -166,6 +181,24 @@ def _since_it_worked(state: DiagnosisState) -> Section | None:
             )
         )
     base = f"baseline {state.baseline}" if state.baseline else "derived baseline"
+    drop = timing.subject_drop(state.symptoms)
+    if drop is not None and drop.began is not None and drop.began_step is not None:
+        # What "when it worked" is: the state before the change the drop began at; without
+        # a snapshot, the checkpoint the derived baseline read (agent.comparables).
+        began = f"the change at step {drop.began_step:,.0f} [{drop.began.fact}]"
+        if state.baseline:
+            lines.insert(0, Line(text=f"read against {began}", cites=[drop.began.fact]))
+        for name, step, fact in timing.baseline_checkpoints(
+            [d.baseline for d in state.diff], ledger
+        ):
+            if isinstance(step, int | float):
+                when = "at or before" if step <= drop.began_step else "after"
+                said = f"checkpoint {name}, written at step {step:,.0f} [{fact}], {when} {began}"
+            else:
+                said = f"checkpoint {name} [{fact}], whose step is not known, against {began}"
+            lines.insert(
+                0, Line(text=f"derived baseline: {said}", cites=sorted({fact, drop.began.fact}))
+            )
     return Section(title=f"since it worked ({base}): {len(changed)} changed", lines=lines)
 
 
@@ -206,7 +239,7 @@ def report_schema() -> dict[str, Any]:
 
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     sections: list[Section] = [Section(title="symptoms", lines=_symptom_lines(state, ledger))]
-    since = _since_it_worked(state)
+    since = _since_it_worked(state, ledger)
     if since is not None:
         sections.append(since)
     missing = _missing_evidence(state, ledger)
@@ -235,10 +268,21 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
             for p in hyp.predictions
         ]
         lines += [
+            Line(text=f"timing: {v.sentence}", cites=list(v.cites), outcome=v.outcome)
+            for v in hyp.timing
+        ]
+        lines += [
             Line(text=f"explains the symptom: {head}", cites=[])
             for head, kinds in drops.items()
             if hyp.status == "verified" and hyp.kind in kinds
         ]
+        if hyp.status == "verified" and hyp.timing_fit() == "does_not_fit":
+            lines.append(
+                Line(
+                    text="explains no drop: its evidence is dated before the drop began",
+                    cites=[],
+                )
+            )
         unlocked = state.offered_for.get(hyp.kind, []) if hyp.status == "verified" else []
         if unlocked:
             # What verify offers (the playbooks' own ``requires``), not the rule's wish.

@@ -30,7 +30,16 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.claims import AtLeast, Claim, Ref, Verdict, WindowRatio, check, window_series
+from agent.claims import (
+    AtLeast,
+    Claim,
+    PathPart,
+    Ref,
+    Verdict,
+    WindowRatio,
+    check,
+    window_series,
+)
 from agent.facts import Fact, Ledger
 from agent.hypotheses import status_of
 from agent.throughput import subject
@@ -74,6 +83,13 @@ class Symptom(BaseModel):
     verdicts: tuple[Verdict, ...] = ()
     status: Literal["verified", "refuted", "unverifiable", "untested"] = "untested"
     step: float | None = None  # where it changed (the first step after the change point)
+    # The step the new regime began at, in the train-log fact, to the resolution of a
+    # window: the earliest first step of the old regime's last window and the windows up
+    # to the new regime's first (a restarted run's warm-up window starts where it
+    # resumed; interleaved devices put a step on both sides of a window's edge). What
+    # events and the derived baseline's checkpoint are dated against (agent.timing).
+    began: Ref | None = None
+    began_step: float | None = None
     ratio: float | None = None
     explained_by: tuple[str, ...] = ()
 
@@ -260,6 +276,23 @@ def _ratio(
     )
 
 
+def _began(
+    fact: Fact, windows: Sequence[object], last_old: int, first_new: int
+) -> tuple[Ref, float] | None:
+    """Where the new regime began (``Symptom.began``): a ref to the smallest first step
+    of the windows from the old regime's last to the new regime's first."""
+    candidates: list[tuple[float, tuple[PathPart, ...], str]] = []
+    for i in range(last_old, first_new + 1):
+        w = windows[i]
+        if isinstance(w, dict) and isinstance(w.get("first_step"), int | float):
+            which = "the last window before the change" if i == last_old else "a window after it"
+            candidates.append((w["first_step"], ("windows", i, "first_step"), which))
+    if not candidates:
+        return None
+    step, path, which = min(candidates, key=lambda c: c[0])
+    return Ref(fact=fact.id, path=path, label=f"first step of {which}"), float(step)
+
+
 def find(fact: Fact | None) -> list[Symptom]:
     """The symptoms the trainlog ``fact`` shows, unchecked (``check_all`` checks them)."""
     if fact is None or not fact.ok:
@@ -288,12 +321,15 @@ def find(fact: Fact | None) -> list[Symptom]:
             drop = ratio < 1
             window = windows[idx[k]]
             step = window.get("first_step") if isinstance(window, dict) else None
+            began = _began(fact, windows, idx[k - 1], idx[k])
             out.append(
                 Symptom(
                     kind="throughput_drop" if drop else "throughput_rise",
                     series=series.label,
                     subject=series.subject,
                     step=step if isinstance(step, int | float) else None,
+                    began=began[0] if began else None,
+                    began_step=began[1] if began else None,
                     ratio=ratio,
                     claims=(_ratio(ref, series, (before, after), DROP if drop else RISE, drop),),
                 )

@@ -14,6 +14,7 @@ from agent.claims import (
     Equal,
     Exists,
     Matches,
+    NotBefore,
     RatioAtLeast,
     RatioBelow,
     Ref,
@@ -152,3 +153,31 @@ def test_every_predicate_is_in_the_union() -> None:
         }
         claim = Claim(predicate=cls(**kwargs))
         assert type(Claim.model_validate_json(claim.model_dump_json()).predicate) is cls
+
+
+@pytest.mark.parametrize(
+    ("event", "regime", "outcome", "word"),
+    [
+        (690, 690, "holds", "not before"),
+        (700, 690, "holds", "not before"),
+        (120, 690, "fails", "before"),
+    ],
+)
+def test_not_before_dates_an_event_against_a_step(
+    event: int, regime: int, outcome: str, word: str
+) -> None:
+    ledger = Ledger()
+    log = ledger.append(Fact(probe="stdoutlog", target="local", value={"step": event}))
+    train = ledger.append(Fact(probe="trainlog", target="local", value={"step": regime}))
+    verdict = check(
+        Claim(
+            predicate=NotBefore(
+                a=Ref(fact=log.id, path=("step",), label="printed before the first error"),
+                b=Ref(fact=train.id, path=("step",), label="slower regime begins"),
+            )
+        ),
+        ledger,
+    )
+    assert verdict.outcome == outcome
+    assert f", {word} slower regime begins" in verdict.sentence
+    assert verdict.cites == (log.id, train.id)

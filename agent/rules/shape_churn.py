@@ -4,7 +4,7 @@ FX race can strike)."""
 
 from __future__ import annotations
 
-from agent.claims import Claim, Greater
+from agent.claims import Claim, Greater, Ref
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence
 
@@ -26,6 +26,26 @@ class DatasetShapeChurn:
             claims = [Claim(predicate=Greater(a=size.current, b=size.baseline))]
             if longest is not None:
                 claims.append(Claim(predicate=Greater(a=longest.current, b=longest.baseline)))
+            else:
+                # More prompts alone are no new shapes: the longest prompt then must be
+                # compared too, and where the baseline never recorded it the claim stays
+                # open (unverifiable) rather than the churn being taken as shown.
+                claims.append(
+                    Claim(
+                        predicate=Greater(
+                            a=Ref(
+                                fact=size.current.fact,
+                                path=("files", f"@path={path}", "line_bytes", "max"),
+                                label=f"longest prompt line in {path} (bytes, now)",
+                            ),
+                            b=Ref(
+                                fact=size.baseline.fact,
+                                path=(*size.baseline.path[:-1], "dataset_longest"),
+                                label=f"longest prompt line in {path} (bytes, baseline)",
+                            ),
+                        )
+                    )
+                )
             out.append(
                 Hypothesis(
                     kind="dataset_shape_churn",

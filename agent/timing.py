@@ -1,0 +1,194 @@
+"""When a family's evidence appeared, against the symptom it would explain.
+
+A verified family explains a drop only if its evidence is not dated before the drop
+began: FX errors first printed at step 120 of a run that fell at step 690 were there
+while it ran fast, so they do not explain the fall. Two kinds of evidence can be dated,
+each by a ``NotBefore`` claim whose facts are cited like any other:
+
+- console-log events (``EVENTS``): the console parser dates each signature's first hit by
+  the last step the log printed at or before it (``first_after_step``);
+- a comparison with what a checkpoint recorded (the derived baseline): the checkpoint must
+  have been written no later than the step the new regime began at, or it does not show
+  the state in which the run was fast.
+
+Evidence that cannot be dated (no step printed before it; a snapshot baseline, which
+carries no step) gives an unverifiable timing claim: "not dated", never "does not fit".
+The dating is to the resolution of a train-log window and of the steps the console
+prints: a log that prints a step only every thousand steps dates coarsely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from agent.claims import MISSING, Claim, NotBefore, Ref, check, resolve
+from agent.facts import Fact, Ledger, latest, observed
+from agent.hypotheses import Hypothesis
+from agent.symptoms import Symptom
+
+# The console-log signatures whose first hit dates each family's evidence.
+EVENTS: dict[str, tuple[str, ...]] = {
+    "fx_trace_race": ("fx_nested_trace",),
+    "ineffective_monkeypatch": ("fx_nested_trace",),
+    "silent_eager_fallback": ("eager_fallback", "flex_eager", "recompile_limit"),
+    "dataset_shape_churn": ("recompile", "recompile_limit"),
+    "crash_stated": (
+        "cuda_oom",
+        "collective_timeout",
+        "nccl_error",
+        "cuda_error",
+        "inductor_error",
+        "killed",
+        "cpp_terminate",
+    ),
+}
+# Lines shown around the change whichever family is open: a resume, the data loaded.
+CONTEXT = ("resume", "dataset_size")
+MAX_CONTEXT_LINES = 8
+
+
+def subject_drop(symptoms: Sequence[Symptom]) -> Symptom | None:
+    """The first verified drop of the judged throughput that says where it began."""
+    return next(
+        (
+            s
+            for s in symptoms
+            if s.kind == "throughput_drop"
+            and s.subject
+            and s.status == "verified"
+            and s.began is not None
+        ),
+        None,
+    )
+
+
+def _event_claims(kind: str, log: Fact | None, began: Ref) -> Iterator[Claim]:
+    for sig in EVENTS.get(kind, ()):
+        count = resolve(log, ("signatures", sig, "count")) if log is not None else MISSING
+        if isinstance(count, int) and count > 0 and log is not None:
+            yield Claim(
+                predicate=NotBefore(
+                    a=Ref(
+                        fact=log.id,
+                        path=("signatures", sig, "first_after_step", "step"),
+                        label=f"the step printed before the first {sig} line",
+                    ),
+                    b=began,
+                )
+            )
+
+
+def _checkpoint_name(ckpt: Fact, path: Sequence[object]) -> str | None:
+    """Which checkpoint a ref into the checkpoints fact reads: ``steps/@name=X/…``, or the
+    newest finished one behind ``recorded/q`` (``recorded_from`` names it: "X/file")."""
+    head = path[1] if len(path) >= 2 else None
+    if path and path[0] == "steps" and isinstance(head, str) and head.startswith("@name="):
+        return head[len("@name=") :]
+    if len(path) >= 2 and path[0] == "recorded":
+        origin = resolve(ckpt, ("recorded_from", str(path[1])))
+        if isinstance(origin, str) and "/" in origin:
+            name = origin.split("/", 1)[0]
+            steps = resolve(ckpt, ("steps",))
+            names = (
+                [s.get("name") for s in steps if isinstance(s, dict)]
+                if isinstance(steps, list)
+                else []
+            )
+            return name if name in names else None  # a saved environment file: undated
+    return None
+
+
+def _baseline_claims(hypothesis: Hypothesis, ledger: Ledger, began: Ref) -> Iterator[Claim]:
+    seen: set[str] = set()
+    for claim in hypothesis.claims:
+        refs = claim.predicate.refs()
+        if len(refs) < 2:  # a comparison has two sides; one of them the baseline
+            continue
+        for ref in refs:
+            if ref.fact not in ledger:
+                continue
+            fact = ledger.get(ref.fact)
+            if fact.probe != "checkpoints" or not fact.ok:
+                continue
+            name = _checkpoint_name(fact, ref.path)
+            if name is None or name in seen:
+                continue
+            seen.add(name)
+            yield Claim(
+                predicate=NotBefore(
+                    a=began,
+                    b=Ref(
+                        fact=fact.id,
+                        path=("steps", f"@name={name}", "step"),
+                        label=f"the step of checkpoint {name} (the baseline compared)",
+                    ),
+                )
+            )
+
+
+def baseline_checkpoints(refs: Sequence[Ref], ledger: Ledger) -> list[tuple[str, object, str]]:
+    """(name, step, fact id) of each checkpoint the baseline sides ``refs`` read."""
+    out: list[tuple[str, object, str]] = []
+    for ref in refs:
+        if ref.fact not in ledger or ledger.get(ref.fact).probe != "checkpoints":
+            continue
+        fact = ledger.get(ref.fact)
+        name = _checkpoint_name(fact, ref.path)
+        if name is not None and all(name != n for n, _, _ in out):
+            step = resolve(fact, ("steps", f"@name={name}", "step"))
+            out.append((name, None if step is MISSING else step, fact.id))
+    return out
+
+
+def dated(
+    hypothesis: Hypothesis, ledger: Ledger, fact_ids: Sequence[str], drop: Symptom
+) -> Hypothesis:
+    """``hypothesis`` with its timing against ``drop`` checked (``Hypothesis.timing``)."""
+    if drop.began is None:
+        return hypothesis
+    log = observed(latest(ledger, fact_ids, "stdoutlog"))
+    claims = [
+        *_event_claims(hypothesis.kind, log, drop.began),
+        *_baseline_claims(hypothesis, ledger, drop.began),
+    ]
+    return hypothesis.model_copy(update={"timing": tuple(check(c, ledger) for c in claims)})
+
+
+def context_lines(
+    ledger: Ledger, fact_ids: Sequence[str], drop: Symptom
+) -> list[tuple[str, list[str]]]:
+    """The console lines around the change (a resume, a dataset size, each family's first
+    event), in log order, each with where it stands against the step the drop began at.
+    Each line names the facts it rests on; nothing is said of a line the log did not date."""
+    log = observed(latest(ledger, fact_ids, "stdoutlog"))
+    if log is None or drop.began is None or drop.began_step is None:
+        return []
+    wanted = list(CONTEXT) + sorted({sig for sigs in EVENTS.values() for sig in sigs})
+    hits = []
+    for sig in wanted:
+        hit = resolve(log, ("signatures", sig))
+        if isinstance(hit, dict) and isinstance(hit.get("count"), int) and hit["count"] > 0:
+            line = hit.get("first_line")
+            hits.append((line if isinstance(line, int) else 1 << 62, sig, hit))
+    out = []
+    for line, sig, hit in sorted(hits)[:MAX_CONTEXT_LINES]:
+        at = f"line {line:,}" if line < 1 << 62 else "a line of unknown number"
+        where = f"console {at} [{log.id}]"
+        step = hit.get("first_after_step")
+        printed = step.get("step") if isinstance(step, dict) else None
+        text = repr(str(hit.get("first", ""))[:160])
+        cites = [log.id]
+        if isinstance(printed, int | float):
+            side = "not before" if printed >= drop.began_step else "before"
+            dated_as = (
+                f"after step {printed:,.0f} was printed; {side} the change, which began at "
+                f"step {drop.began_step:,.0f} [{drop.began.fact}]"
+            )
+            cites.append(drop.began.fact)
+        else:
+            dated_as = "no step printed before it: not dated"
+        n = hit["count"]
+        out.append(
+            (f"{where} ({sig}, {n:,} line{'s' if n != 1 else ''}): {text}, {dated_as}", cites)
+        )
+    return out
