@@ -41,22 +41,50 @@ def workspace(root: Path) -> Path:
     return ws
 
 
-@pytest.mark.slow
-def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path: Path) -> None:
-    ws = workspace(tmp_path)
-    bare = tmp_path / "bare"
-    venv.create(bare, with_pip=False)  # a real Python with no torch in it
+def diagnose(ws: Path, python: Path, state: Path) -> dict[str, Any]:
     argv = [str(CLI), "diagnose", "--target", "local", "--workspace", str(ws)]
-    argv += ["--non-interactive", "--interpreter", str(bare / "bin" / "python"), "--json"]
+    argv += ["--non-interactive", "--interpreter", str(python), "--json"]
     run = subprocess.run(
         argv,
         capture_output=True,
         text=True,
         timeout=300,
-        env={"XDG_STATE_HOME": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"},
+        env={"XDG_STATE_HOME": str(state), "PATH": "/usr/bin:/bin"},
     )
     assert run.stdout.strip(), run.stderr[-3000:]
     report: dict[str, Any] = json.loads(run.stdout)
+    return report
+
+
+def aligned(report: dict[str, Any]) -> None:
+    """The race's FX errors are dated to the drop, and the console's resume line and
+    first error are shown against the step where it began."""
+    race = next(h for h in report["hypotheses"] if h["kind"] == "fx_trace_race")
+    assert report["hypotheses"][0]["kind"] == "fx_trace_race", report["hypotheses"]
+    section = next(s for s in report["sections"] if s["title"].startswith("FX-tracing race"))
+    timing = [line for line in section["lines"] if line["text"].startswith("timing: ")]
+    assert [t["outcome"] for t in timing] == ["holds"], timing
+    assert "= 690" in timing[0]["text"], timing
+    around = [
+        line["text"]
+        for line in report["sections"][0]["lines"]
+        if line["text"].startswith("around the change: ")
+    ]
+    assert any(
+        "(resume, 1 line): 'resuming from checkpoints/epoch_0_step_690'" in t for t in around
+    )
+    assert any("(fx_nested_trace, 2 lines)" in t and "not before the change" in t for t in around)
+    assert race["claims"], race
+    derived = report["sections"][1]["lines"][0]["text"]
+    assert derived.startswith("derived baseline: checkpoint epoch_0_step_690, written at step 690")
+
+
+@pytest.mark.slow
+def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)  # a real Python with no torch in it
+    report = diagnose(ws, bare / "bin" / "python", tmp_path / "state")
     titles = [s["title"] for s in report["sections"]]
     assert titles[0] == "symptoms", titles
     assert titles[1].startswith("since it worked (derived baseline): "), titles
@@ -75,3 +103,22 @@ def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path
     # Missing evidence refutes nothing and does not make the drop "unexplained" while
     # the race that would explain it is open.
     assert report["verdict"] != "symptom unexplained"
+    aligned(report)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_with_a_python_that_has_torch_the_race_is_verified_first_and_explains_the_drop(
+    tmp_path: Path,
+) -> None:
+    report = diagnose(workspace(tmp_path), Path(sys.executable), tmp_path / "state")
+    assert report["verdict"] == "fault found", report["verdict"]
+    race = report["hypotheses"][0]
+    assert (race["kind"], race["status"]) == ("fx_trace_race", "verified"), race
+    explained = next(
+        line["text"]
+        for line in report["sections"][0]["lines"]
+        if line["text"].startswith("explained by: ")
+    )
+    assert "FX-tracing race under per-device compilation" in explained
+    aligned(report)
