@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from agent.claims import unshown, window_series
 from agent.facts import Fact, Ledger, latest, observed
@@ -89,32 +89,63 @@ def _restart_samples(fact: Fact) -> list[dict[str, Any]]:
     return [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []
 
 
-def split_runs(
-    points: Sequence[tuple[int | None, float, float]], restart_lines: Sequence[int]
-) -> list[Segment]:
-    """Points (the window's first line, step, tokens/s) cut into run segments. A new one
-    starts where the step is below the previous point's, or where a restart line lies
-    after the previous point's window began and at or before this one's: a restart
-    inside a window leaves that window's start, and so its point, in the old run."""
+class WindowPoint(NamedTuple):
+    line: int | None  # the window's first line in the log
+    step: float  # its first step: where it is drawn
+    last_step: float
+    value: float  # tokens/s
+
+
+class Restart(NamedTuple):
+    """A restart sample: where in the log the step went back, and to which step."""
+
+    line: int
+    to_step: float
+
+
+def split_runs(points: Sequence[WindowPoint], restarts: Sequence[Restart]) -> list[Segment]:
+    """Points cut into run segments. A new one starts where the step is below the
+    previous point's, or at the first point after a restart back below the steps the
+    segment reached. A restart inside a window leaves that window's start, and so its
+    point, in the old run; the devices of a run restarting one after another, back to
+    where the new segment began, are that one restart."""
     segments: list[Segment] = []
     current: list[tuple[float, float]] = []
     after: int | None = None
     prev_line: int | None = None
-    prev_step = -math.inf
-    for line, step, value in points:
-        crossed = [
-            r
-            for r in restart_lines
-            if prev_line is not None and line is not None and prev_line < r <= line
+    prev_step = reach = -math.inf
+    for point in points:
+        back = [
+            r.line
+            for r in restarts
+            if prev_line is not None
+            and point.line is not None
+            and prev_line < r.line <= point.line
+            and r.to_step < reach
         ]
-        if current and (step < prev_step or crossed):
+        if current and (point.step < prev_step or back):
             segments.append(Segment(tuple(current), after))
-            current, after = [], min(crossed, default=None)
-        current.append((step, value))
-        prev_line, prev_step = line, step
+            current, after, reach = [], min(back, default=None), -math.inf
+        current.append((point.step, point.value))
+        prev_line, prev_step = point.line, point.step
+        reach = max(reach, point.last_step)
     if current:
         segments.append(Segment(tuple(current), after))
     return segments
+
+
+def _restarts(fact: Fact) -> list[Restart]:
+    """The restart samples a place in the log and a step can be read from."""
+    return [
+        Restart(s["line"], float(s["to_step"]))
+        for s in _restart_samples(fact)
+        if isinstance(s.get("line"), int) and isinstance(s.get("to_step"), int | float)
+    ]
+
+
+def _first_line(window: object) -> int | None:
+    line = _dict(window).get("first_line")
+    return line if isinstance(line, int) else None
 
 
 def throughput_series(fact: Fact | None, label: str) -> Series | None:
@@ -124,19 +155,18 @@ def throughput_series(fact: Fact | None, label: str) -> Series | None:
     if fact is None:
         return None
     paths = _subject_paths(fact)
-    windows = _dict(fact.value).get("windows")
+    windows = fact.value.get("windows") if isinstance(fact.value, dict) else None
     if paths is None or not isinstance(windows, list):
         return None
     # The numbers the symptoms' WindowRatio claims are checked on (a sum carries each
     # device's latest value across interleaved windows), so a change point's ratio is
     # one of what is drawn.
     points = [
-        (_dict(windows[i]).get("first_line"), step, value)
-        for i, value, step, _ in window_series(windows, paths)
-        if step is not None
+        WindowPoint(_first_line(windows[i]), first, first if last is None else last, value)
+        for i, value, first, last in window_series(windows, paths)
+        if first is not None
     ]
-    restarts = sorted(s["line"] for s in _restart_samples(fact) if isinstance(s.get("line"), int))
-    segments = split_runs(points, restarts)
+    segments = split_runs(points, _restarts(fact))
     return Series(label, fact.id, tuple(segments)) if segments else None
 
 
@@ -169,9 +199,13 @@ def change_marks(symptoms: Sequence[Symptom]) -> list[Mark]:
     """The verified change points of the judged throughput, at the first step after."""
     marks = []
     for s in symptoms:
-        if not (s.subject and s.status == "verified" and s.step is not None and s.ratio):
-            continue
-        if s.kind not in ("throughput_drop", "throughput_rise"):
+        if (
+            not s.subject
+            or s.status != "verified"
+            or s.kind not in ("throughput_drop", "throughput_rise")
+            or s.step is None
+            or s.ratio is None
+        ):
             continue
         verb = "fell" if s.kind == "throughput_drop" else "rose"
         cites = sorted({f for claim in s.claims for f in claim.cites})
@@ -261,7 +295,7 @@ LABEL_ROW = 14
 CHAR_W = 6.4  # a label character's width at 11px, to keep mark labels apart
 # Between the axes and the first and last step: a mark at either end clears the axis.
 INSET = 12
-MAX_LEGEND = 8  # entries; a log that goes back more often gets one line for the rest
+MAX_RUNS = 6  # legend entries per series; a log that went back more often gets one for the rest
 NOW_COLORS = ("#c0392b", "#e67e22", "#16a085")  # run 1, 2, 3 (then again)
 BASELINE = ("#95a5a6", "10 5", 6)  # colour, dash, width: wide under the runs, seen beside them
 MARK_STYLES = {
@@ -306,8 +340,8 @@ def _step_ticks(lo: float, hi: float) -> list[float]:
 
 def _value_ticks(highest: float) -> tuple[float, ...]:
     """Round numbers from 0 up to the first at or above ``highest`` (with room above
-    the highest point), about four of them."""
-    size = _tick_size(highest * 1.05, 4, 0.0)
+    the highest point), about five of them."""
+    size = _tick_size(highest * 1.05, 5, 0.0)
     return tuple(k * size for k in range(math.ceil(highest * 1.05 / size) + 1))
 
 
@@ -320,18 +354,15 @@ def _style(series: Series, index: int) -> tuple[str, str, float]:
 
 
 def _legend(series: list[Series]) -> list[tuple[str, str, tuple[str, str, float]]]:
-    """(text, fact id, style) per segment, the ones past ``MAX_LEGEND`` in one entry."""
-    entries = [
-        (segment_label(s, j), s.fact, _style(s, j)) for s in series for j in range(len(s.segments))
-    ]
-    if len(entries) <= MAX_LEGEND:
-        return entries
-    rest = entries[MAX_LEGEND - 1 :]
-    facts = sorted({fact for _, fact, _ in rest})
-    return [
-        *entries[: MAX_LEGEND - 1],
-        (f"and {len(rest)} more run segments", facts[0], rest[0][2]),
-    ]
+    """(text, fact id, style) per segment; a series' runs past ``MAX_RUNS`` in one."""
+    entries = []
+    for s in series:
+        runs = [(segment_label(s, j), s.fact, _style(s, j)) for j in range(len(s.segments))]
+        if len(runs) > MAX_RUNS:
+            more = f"{s.label}: {len(runs) - MAX_RUNS + 1} more runs"
+            runs = [*runs[: MAX_RUNS - 1], (more, s.fact, runs[MAX_RUNS - 1][2])]
+        entries += runs
+    return entries
 
 
 def _label_rows(marks: list[Mark], frame: _Frame) -> list[tuple[int, str]]:
