@@ -95,6 +95,9 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
             launch_source=None
             if spec.launch
             else f"the launch file {launch} (found in the workspace)",
+            log_fields=spec.log_fields,
+            throughput_unit=spec.throughput_unit,
+            extra_signatures=spec.extra_signatures,
         )
         return found
 

@@ -36,6 +36,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from playbooks.remote import ApplyError, Remote
+from tools.parsers import stdoutlog
 from tools.parsers.trainlog import summarize
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
@@ -43,14 +44,17 @@ FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimi
 
 @dataclass(frozen=True)
 class Signature:
-    """Log text whose presence in the restarted trainer's new log lines means the fault
-    a playbook answers is still there, and what to call it in a sentence."""
+    """The console-log signature (an id of ``tools.parsers.stdoutlog.SIGNATURES``, or of a
+    profile's ``extra_signatures``) whose hits in the restarted trainer's new log lines
+    mean the fault a playbook answers is still there, and what to call it in a sentence.
+    By id, not by text: the verification reads the new lines with the parser the
+    diagnosis read the log with, so a fix is judged by the evidence that justified it."""
 
-    text: str
+    id: str
     label: str
 
 
-FX_TRACE = Signature(FX_ERROR, "FX-trace error")
+FX_TRACE = Signature("fx_nested_trace", "FX-trace error")
 
 
 class FileChange(BaseModel):
@@ -99,6 +103,11 @@ class TrainerSite:
     launch_text: str | None = None
     cwd: str | None = None  # where the trainer starts (default: the workspace)
     trainer_pid: int | None = None  # the running trainer the processes probe saw
+    # How the logs are read, from the profile (the sweep's own settings): the verification
+    # reads the restarted run's lines exactly as the diagnosis read the run's.
+    log_fields: dict[str, Any] = field(default_factory=dict)
+    throughput_unit: str | None = None
+    extra_signatures: tuple[dict[str, Any], ...] = ()
 
     @property
     def state_dir(self) -> str:
@@ -190,8 +199,9 @@ class Transaction:
         steps = [f"change {c.path}" + (f": {c.why}" if c.why else "") for c in changes] + [
             f"restart the trainer from {launch}",
             "wait for its fresh log lines",
-            f"require: no new {self.playbook.signature.text!r} lines"
-            + ("" if self.playbook.signature == FX_TRACE else f" nor {FX_ERROR!r} lines")
+            f"require: no new {self.playbook.signature.label} lines"
+            f" ({self.playbook.signature.id} in the console log)"
+            + ("" if self.playbook.signature == FX_TRACE else f" nor {FX_TRACE.label} lines")
             + f", {self.series}tokens/s ≥ {self.min_ratio:g} × baseline",
             "roll back (restore files byte-identical, restart as before) if not",
         ]
@@ -359,16 +369,23 @@ class Transaction:
         finished = self.remote.wait(pid, self.run_timeout)
         if not finished:
             self.remote.stop(pid)
-        new_log = self._since(self.site.stdout_log, log_offset).decode(errors="replace")
-        window = window_summary(self._since(self.site.train_log, train_offset), self.site.train_log)
+        console = console_summary(
+            self._since(self.site.stdout_log, log_offset), self.site.extra_signatures
+        )
+        window = window_summary(
+            self._since(self.site.train_log, train_offset),
+            self.site.train_log,
+            fields=self.site.log_fields,
+            throughput_unit=self.site.throughput_unit,
+        )
         speed, records = self.measure(window)
         signature = self.playbook.signature
         return {
             "restarted_at": started,
-            "new_log_lines": len(new_log.splitlines()),
-            "new_fx_errors": new_log.count(FX_ERROR),
+            "new_log_lines": console["lines_read"],
+            "new_fx_errors": _hits(console, FX_TRACE.id),
             "signature": signature.label,
-            "new_signature_lines": new_log.count(signature.text),
+            "new_signature_lines": _hits(console, signature.id),
             "series": self.series,
             "new_drafter_records": records,
             "drafter_tok_s": speed,
@@ -447,12 +464,40 @@ class Transaction:
         )
 
 
-def window_summary(data: bytes, log_path: str) -> dict[str, Any]:
-    """The train-log summary (the trainlog probe's own parser, whatever the log's
-    format) of the records a restarted run wrote; ``log_path`` names the format."""
-    suffix = os.path.basename(log_path)
-    with tempfile.NamedTemporaryFile(suffix=f"-{suffix}") as fh:
+def _parsed(data: bytes, name: str, parse: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    # The parsers read a file (fstat, seek); the window is written to one, named like
+    # the log since the train-log parser tells formats by the name.
+    with tempfile.NamedTemporaryFile(suffix=f"-{os.path.basename(name)}") as fh:
         fh.write(data)
         fh.flush()
         with open(fh.name, "rb", buffering=0) as raw:
-            return summarize(raw)
+            return parse(raw)
+
+
+def window_summary(
+    data: bytes,
+    log_path: str,
+    *,
+    fields: dict[str, Any] | None = None,
+    throughput_unit: str | None = None,
+) -> dict[str, Any]:
+    """The train-log summary of the records a restarted run wrote: the trainlog probe's
+    own parser with the profile's field names and unit, as the diagnosis read the log;
+    ``log_path`` names the format."""
+    return _parsed(
+        data,
+        log_path,
+        lambda raw: summarize(raw, fields=fields or None, throughput_unit=throughput_unit),
+    )
+
+
+def console_summary(data: bytes, extra: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    """The console-log scan of the lines a restarted run printed: the stdoutlog probe's
+    parser with the profile's extra signatures (tracebacks, threads, every signature)."""
+    return _parsed(data, "stdout.log", lambda raw: stdoutlog.scan(raw, extra=extra))
+
+
+def _hits(console: dict[str, Any], signature: str) -> int:
+    hit = (console.get("signatures") or {}).get(signature) or {}
+    count = hit.get("count")
+    return count if isinstance(count, int) else 0

@@ -29,7 +29,7 @@ from playbooks.launch import exec_words, trainer_script, with_flag
 from playbooks.remote import ApplyError, Remote
 from tools.bundle import SweepSpec, sweep
 
-WARNING = Signature("torch._dynamo hit config.recompile_limit", "recompile-limit warning")
+WARNING = Signature("recompile_limit", "recompile-limit warning")
 _LIMIT = re.compile(r"hit config\.recompile_limit \((\d+)\)")
 
 
@@ -122,8 +122,9 @@ def _limit_hit(value: dict[str, Any], path: str) -> int:
     match = _LIMIT.search(str(found.get("last") or ""))
     if not found.get("count") or match is None:
         raise ApplyError(
-            f"precondition not met: no {WARNING.text!r} warning in {path}: torch did not "
-            "stop compiling, so a higher limit would change nothing"
+            f"precondition not met: no {WARNING.label} ('torch._dynamo hit "
+            f"config.recompile_limit') in {path}: torch did not stop compiling, so a higher "
+            "limit would change nothing"
         )
     return int(match.group(1))
 

@@ -157,6 +157,9 @@ def site(
     stdio: Mapping[str, str | None] | None = None,
     pid_file: str | None = None,
     launch_source: str | None = None,
+    log_fields: Mapping[str, Any] | None = None,
+    throughput_unit: str | None = None,
+    extra_signatures: Sequence[Mapping[str, Any]] = (),
 ) -> TrainerSite:
     """The trainer's site. ``process`` is the running trainer (``running_trainer``),
     ``python`` the interpreter found for it (replaces a bare ``python`` argv[0], which
@@ -179,6 +182,9 @@ def site(
         "train_log": train_log,
         "stdout_log": stdout_log,
         "interpreter": interpreter,
+        "log_fields": dict(log_fields or {}),
+        "throughput_unit": throughput_unit,
+        "extra_signatures": tuple(dict(row) for row in extra_signatures),
     }
     own = f"{_state(ws)}/launch.sh"
     if launch and _is_one_path(launch):

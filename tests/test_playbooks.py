@@ -257,3 +257,18 @@ def test_guided_diagnose_plan_only_shows_the_fix_and_writes_nothing(
     assert "plan only: nothing was written" in texts
     assert any("--compile-lock" in t for t in texts)
     assert sha(launch) == before
+
+
+def test_every_playbook_is_verified_by_a_signature_the_console_parser_has() -> None:
+    """A fix is judged by the evidence that justified it: its signature is a row of the
+    console-log parser the diagnosis reads the log with, not a copy of its text."""
+    from playbooks import default_playbooks
+    from playbooks.base import FX_TRACE
+    from tools.parsers.stdoutlog import SIGNATURES
+
+    ids = {s.id for s in SIGNATURES}
+    assert FX_TRACE.id in ids
+    playbooks = default_playbooks()
+    assert playbooks
+    for playbook in playbooks:
+        assert playbook.signature.id in ids, playbook.name
