@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, JsonValue
 
+from agent import symptoms as symptoms_layer
 from agent import timing
 from agent.claims import Verdict as ClaimVerdict
 from agent.claims import with_cites
 from agent.facts import Ledger, latest, observed
-from agent.hypotheses import TITLES
+from agent.hypotheses import TITLES, Hypothesis
 from agent.state import DiagnosisState
 
 VERDICT_TEXT = {
@@ -237,6 +238,67 @@ def report_schema() -> dict[str, Any]:
     return schema
 
 
+def _unexplained(state: DiagnosisState, ledger: Ledger) -> Section | None:
+    """The unexplained-symptom verdict as its own answer: the drop, what differs since it
+    worked, why each family that would explain a drop does not, and what would decide."""
+    drops = symptoms_layer.unexplained(state.symptoms)
+    if state.verdict != "unexplained_symptom" or not drops:
+        return None
+    drop = drops[0]
+    changed = [d for d in state.diff if d.differs]
+    if changed:
+        lines = [
+            Line(
+                text="what differs since it worked: " + ", ".join(d.label for d in changed),
+                cites=sorted({c for d in changed for c in (d.baseline.fact, d.current.fact)}),
+            )
+        ]
+    elif state.diff:
+        lines = [
+            Line(
+                text=f"none of the {len(state.diff)} compared quantities differs since it worked",
+                cites=sorted({c for d in state.diff for c in (d.baseline.fact, d.current.fact)}),
+            )
+        ]
+    else:
+        lines = [Line(text="nothing could be compared with a state in which it worked", cites=[])]
+    by_kind: dict[str, Hypothesis] = {h.kind: h for h in state.hypotheses}
+    for kind in sorted(symptoms_layer.EXPLAINS_DROP):
+        if (state.focus and kind not in state.focus) or (
+            kind not in by_kind and kind not in state.examined
+        ):
+            continue  # a family this diagnosis did not run says nothing here
+        hyp = by_kind.get(kind)
+        if hyp is None:
+            looked = state.examined.get(kind, [])
+            lines.append(
+                Line(
+                    text=f"{TITLES[kind]}: no hypothesis formed from its facts",
+                    cites=list(looked),
+                )
+            )
+            continue
+        failed = next((v for v in hyp.verdicts if v.outcome == "fails"), None)
+        late = next((v for v in hyp.timing if v.outcome == "fails"), None)
+        if failed is not None:
+            why, cites = f"refuted: {failed.sentence}", list(failed.cites)
+        elif late is not None:
+            why, cites = f"dated before the drop: {late.sentence}", list(late.cites)
+        else:
+            why, cites = hyp.status, hyp.cites
+        lines.append(Line(text=f"{TITLES[kind]}: {why}", cites=cites, outcome="info"))
+    decide = sorted({p.probe for h in state.hypotheses for p in h.predictions})
+    decide += sorted({ledger.get(i).probe for i in state.facts if not ledger.get(i).ok})
+    if decide:
+        lines.append(
+            Line(
+                text="would decide: " + ", ".join(dict.fromkeys(decide)),
+                cites=[i for i in state.facts if not ledger.get(i).ok],
+            )
+        )
+    return Section(title=f"{drop.headline()}: no known cause explains it", lines=lines)
+
+
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     sections: list[Section] = [Section(title="symptoms", lines=_symptom_lines(state, ledger))]
     since = _since_it_worked(state, ledger)
@@ -245,6 +307,9 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     missing = _missing_evidence(state, ledger)
     if missing:
         sections.append(Section(title="missing evidence", lines=missing))
+    unexplained = _unexplained(state, ledger)
+    if unexplained is not None:
+        sections.append(unexplained)
     verdict = VERDICT_TEXT.get(state.verdict or "", "not yet decided")
     drops = {
         s.headline(): s.explained_by

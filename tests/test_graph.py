@@ -14,10 +14,12 @@ from langgraph.types import Command
 from agent.claims import AtLeast, Claim, Ref
 from agent.facts import Fact, Ledger
 from agent.graph import build_graph, sqlite_checkpointer
-from agent.hypotheses import Hypothesis, Kind
+from agent.hypotheses import TITLES, Hypothesis, Kind
 from agent.nodes import Doctor
+from agent.report import build_report
 from agent.rules.base import Evidence
 from agent.state import DiagnosisState, FixOutcome, FixPlan
+from agent.symptoms import EXPLAINS_DROP
 
 
 class RecordingGatherer:
@@ -288,6 +290,19 @@ def test_a_drop_nothing_explains_is_its_own_verdict_and_a_verified_cause_explain
         410,
         (),
     )
+    # The verdict is an answer of its own: the drop, and why each known cause is not it.
+    report = build_report(final, doc.ledger, "s")
+    (section,) = [s for s in report.sections if s.title.endswith("no known cause explains it")]
+    assert section.title == f"{drop.headline()}: no known cause explains it"
+    assert report.sections.index(section) < min(
+        report.sections.index(s) for s in report.sections if s.status
+    ), [s.title for s in report.sections]
+    said = {line.text.split(": ", 1)[0]: line for line in section.lines}
+    for kind in EXPLAINS_DROP:
+        assert TITLES[kind] in said, (kind, list(said))
+    race = said[TITLES["fx_trace_race"]]
+    assert race.text.startswith(f"{TITLES['fx_trace_race']}: refuted: ")
+    assert race.cites and f"= 0 [{race.cites[0]}] < 1" in race.text
     values["stdout_log"] = {"count": 2}
     doc, _ = doctor(values)
     final = DiagnosisState.model_validate(
