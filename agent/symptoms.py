@@ -7,18 +7,21 @@ consecutive records, each reduced to medians, per group and overall) it finds, f
 throughput the diagnosis judges (``agent.throughput.subject``) and for each group:
 
 - a *drop* or a *rise*: a change point where the median tokens/s of the windows after it
-  is below 0.8× (or at least 1.25×) the median of the windows before it, and the two
-  windows' interquartile ranges do not overlap (a sustained change, not a few slow
-  windows), claimed with ``WindowRatio`` over those windows;
+  is below 0.8× (or at least 1.25×) the median of the windows before it, sustained
+  (``_sustained``: Mann-Whitney U one-sided at p < 0.001, a tenth of the log on each
+  side), claimed with ``WindowRatio`` over those windows;
 - *steady*: no such change, and the last quarter's median within 0.8×–1.25× of the
-  early window's (the first window is warm-up and is left out);
+  median of the whole log (the windows holding a start are warm-up and are left out).
+  Against the whole log rather than its first windows: a run's first windows still
+  compile the shapes it meets, so "the start was slower" is the rule, not a symptom,
+  while a crawl or a climb still moves the last quarter away from the whole;
 - restarts (the step went back) and the last step logged, cited.
 
-Change points: binary segmentation with a robust two-window test (medians and MAD of
-log tokens/s), not ``ruptures``. The series is at most a few hundred window medians,
-so an exhaustive split search costs nothing; the acceptance test is the ratio a human
-asks about ("it fell to a third"), where PELT's penalty would have to be tuned per log
-and would bring numpy and scipy to a controller that otherwise needs neither.
+Change points: binary segmentation on the L1 cost of log tokens/s, not ``ruptures``.
+The series is at most a few hundred window medians, so an exhaustive split search costs
+nothing; the acceptance test is the ratio a human asks about ("it fell to a third"),
+where PELT's penalty would have to be tuned per log and would bring numpy and scipy to a
+controller that otherwise needs neither.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ SymptomKind = Literal["throughput_drop", "throughput_rise", "throughput_steady",
 DROP = 0.8  # after/before below this: a drop
 RISE = 1.25  # at least this: a rise
 MIN_WINDOWS = 3  # on each side of a change point
+STEADY_MIN = 4  # windows for a steady claim: the last quarter (at least 2) against all
 LEAST_SHARE = 10  # and a tenth of the log's windows
 MAX_CHANGES = 3  # regimes per series, at most MAX_CHANGES + 1
 MAX_GROUPS = 16
@@ -305,12 +309,12 @@ def find(fact: Fact | None) -> list[Symptom]:
     skip = _warm_up(windows, fact)
     for series in _series(fact):
         points = [(i, v) for i, v in _points(windows, series.paths) if i not in skip]
-        if len(points) < 2 * MIN_WINDOWS:
+        if len(points) < STEADY_MIN or (len(points) < 2 * MIN_WINDOWS and not series.subject):
             continue
         idx = [i for i, _ in points]
         values = [v for _, v in points]
         ref = Ref(fact=fact.id, path=("windows",), label=series.label)
-        cuts = change_points(values)
+        cuts = change_points(values) if len(points) >= 2 * MIN_WINDOWS else []
         bounds = [0, *cuts, len(points)]
         for j, k in enumerate(cuts):
             before = (idx[bounds[j]], idx[k - 1])
@@ -335,8 +339,8 @@ def find(fact: Fact | None) -> list[Symptom]:
                 )
             )
         if not cuts and series.subject:
-            quarter = max(MIN_WINDOWS, len(points) // 4)
-            early = (idx[0], idx[min(quarter, len(idx)) - 1])
+            quarter = max(2, len(points) // 4)
+            whole = (idx[0], idx[-1])
             recent = (idx[-quarter], idx[-1])
             out.append(
                 Symptom(
@@ -344,8 +348,8 @@ def find(fact: Fact | None) -> list[Symptom]:
                     series=series.label,
                     subject=True,
                     claims=(
-                        _ratio(ref, series, (early, recent), DROP, False),
-                        _ratio(ref, series, (early, recent), RISE, True),
+                        _ratio(ref, series, (whole, recent), DROP, False),
+                        _ratio(ref, series, (whole, recent), RISE, True),
                     ),
                 )
             )

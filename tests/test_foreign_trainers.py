@@ -78,6 +78,11 @@ def assert_no_fault(report: dict[str, Any]) -> None:
     assert not kinds(report, "verified"), explain(report)
     families = {line.split(":", 1)[0] for line in checked(report)}
     assert {"environment_drift", "script_changed", "checkpoint_integrity"} <= families, families
+    # The report opens with what the run did: its judged throughput held steady.
+    symptoms = report["sections"][0]
+    assert symptoms["title"] == "symptoms", explain(report)
+    first = symptoms["lines"][0]
+    assert first["text"].endswith(" is steady (verified)") and first["cites"], symptoms
 
 
 def assert_found(report: dict[str, Any], kind: str) -> dict[str, Any]:

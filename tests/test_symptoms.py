@@ -89,6 +89,34 @@ def test_the_incidents_drop_is_a_verified_symptom_with_its_step_and_ratio(tmp_pa
     ]
 
 
+def short_log(path: Path, speeds: list[float]) -> None:
+    """One record per step for one series, as a 30-step Trainer or Lightning run logs."""
+    path.write_text(
+        "".join(json.dumps({"step": i + 1, "tokens_per_s": v}) + "\n" for i, v in enumerate(speeds))
+    )
+
+
+@pytest.mark.parametrize(
+    ("speeds", "status"),
+    [
+        # Thirty steps, the first ones slower while shapes compile: steady.
+        ([2000.0] * 3 + [3000.0, 3100.0, 2950.0, 3050.0] * 7, "verified"),
+        # Five steps, the last two at a third: too few for a change point, not steady.
+        ([3000.0, 3100.0, 2950.0, 1000.0, 1000.0], "refuted"),
+    ],
+)
+def test_a_short_run_gets_a_steady_claim_measured_against_the_whole_log(
+    tmp_path: Path, speeds: list[float], status: str
+) -> None:
+    """Few windows are enough for a steady claim (the last quarter against the whole log),
+    and a slow start is not a symptom, while a crawl at the end still is."""
+    ledger = Ledger()
+    short_log(tmp_path / "log.jsonl", speeds)
+    fact = fact_of(tmp_path / "log.jsonl", ledger)
+    subject = [s for s in check_all(find(fact), ledger) if s.subject]
+    assert [(s.kind, s.status) for s in subject] == [("throughput_steady", status)], subject
+
+
 def test_a_steady_run_is_said_to_be_steady(tmp_path: Path) -> None:
     ledger = Ledger()
     incident_log(tmp_path / "metrics.jsonl", drop=False)
