@@ -22,6 +22,7 @@ from agent.claims import with_cites
 from agent.facts import Ledger, latest, observed
 from agent.hypotheses import TITLES, Hypothesis
 from agent.state import DiagnosisState
+from agent.throughput import subject
 
 VERDICT_TEXT = {
     "fault_found": "fault found",
@@ -126,7 +127,21 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
         last = steps.get("max") if isinstance(steps, dict) else None
         if last is not None:
             lines.append(Line(text=f"last step logged: {last}", cites=[log.id]))
-        if not state.symptoms:
+        if not state.symptoms and subject(log) is None:
+            # Many trainers log no speed per step (a Trainer's log_history, Lightning's
+            # metrics.csv without a throughput callback): say so, and what the parser saw.
+            schema = log.value.get("schema")
+            reasons = schema.get("why") if isinstance(schema, dict) else None
+            why = reasons.get("throughput") if isinstance(reasons, dict) else None
+            lines.append(
+                Line(
+                    text=f"the train log [{log.id}] holds no throughput"
+                    + (f" ({why})" if why else "")
+                    + ": the run's speed over time is unknown",
+                    cites=[log.id],
+                )
+            )
+        elif not state.symptoms:
             windows = log.value.get("windows")
             count = len(windows) if isinstance(windows, list) else 0
             lines.append(
