@@ -122,13 +122,14 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
         doctor.ledger, state.facts, drop.began_step if drop is not None else None
     )
     entries = diff(table, doctor.ledger, state.facts, baseline_ids)
+    derived = diff(table, doctor.ledger, state.facts, None) if baseline_ids is not None else []
     log.info(
         "diffed",
         baseline=state.baseline or "derived",
         entries=len(entries),
         differing=sum(e.differs for e in entries),
     )
-    return {"diff": entries, "baseline_facts": imported}
+    return {"diff": entries, "derived_diff": derived, "baseline_facts": imported}
 
 
 def fan_out(state: DiagnosisState, runtime: Runtime[Doctor]) -> list[Send]:

@@ -52,6 +52,9 @@ def load_recorded(path: Path) -> Recorded:
         facts=facts,
         baseline_facts=baseline,
         diff=[DiffEntry.model_validate(e["entry"]) for e in events if e["type"] == "diff"],
+        derived_diff=[
+            DiffEntry.model_validate(e["entry"]) for e in events if e["type"] == "derived_diff"
+        ],
         symptoms=[
             Symptom.model_validate(s)
             for e in events

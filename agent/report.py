@@ -17,6 +17,7 @@ from pydantic import BaseModel, JsonValue
 
 from agent import symptoms as symptoms_layer
 from agent import timing
+from agent.baseline import DiffEntry
 from agent.claims import Verdict as ClaimVerdict
 from agent.claims import with_cites
 from agent.facts import Ledger, latest, observed
@@ -174,12 +175,15 @@ def _show(value: object) -> str:
     return repr(value)
 
 
-def _since_it_worked(state: DiagnosisState, ledger: Ledger) -> Section | None:
-    """The baseline diff, what differs first; the unchanged entries folded into a count."""
-    if not state.diff:
+def _since_it_worked(
+    state: DiagnosisState, ledger: Ledger, entries: list[DiffEntry], snapshot: str | None
+) -> Section | None:
+    """A baseline diff (the snapshot's, or the run's own record), what differs first; the
+    unchanged entries folded into a count."""
+    if not entries:
         return None
-    changed = [d for d in state.diff if d.differs]
-    same = [d for d in state.diff if not d.differs]
+    changed = [d for d in entries if d.differs]
+    same = [d for d in entries if not d.differs]
     lines = [
         Line(
             text=f"{d.label}: {_show(d.baseline_value)} [{d.baseline.fact}] → "
@@ -196,17 +200,13 @@ def _since_it_worked(state: DiagnosisState, ledger: Ledger) -> Section | None:
                 cites=sorted({c for d in same for c in (d.baseline.fact, d.current.fact)}),
             )
         )
-    base = f"baseline {state.baseline}" if state.baseline else "derived baseline"
+    base = f"baseline {snapshot}" if snapshot else "derived baseline"
     drop = timing.subject_drop(state.symptoms)
     if drop is not None and drop.began is not None and drop.began_step is not None:
         # What "when it worked" is: the state before the change the drop began at; without
         # a snapshot, the checkpoint the derived baseline read (agent.comparables).
         began = f"the change at step {drop.began_step:,.0f} [{drop.began.fact}]"
-        if state.baseline:
-            lines.insert(0, Line(text=f"read against {began}", cites=[drop.began.fact]))
-        for name, step, fact in timing.baseline_checkpoints(
-            [d.baseline for d in state.diff], ledger
-        ):
+        for name, step, fact in timing.baseline_checkpoints([d.baseline for d in entries], ledger):
             if isinstance(step, int | float):
                 when = "at or before" if step <= drop.began_step else "after"
                 said = f"checkpoint {name}, written at step {step:,.0f} [{fact}], {when} {began}"
@@ -316,9 +316,12 @@ def _unexplained(state: DiagnosisState, ledger: Ledger) -> Section | None:
 
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     sections: list[Section] = [Section(title="symptoms", lines=_symptom_lines(state, ledger))]
-    since = _since_it_worked(state, ledger)
-    if since is not None:
-        sections.append(since)
+    # With a snapshot, the run's own record is shown too: the snapshot may be older than
+    # the state in which the run last worked, and the two can disagree.
+    for entries, snapshot in ((state.diff, state.baseline), (state.derived_diff, None)):
+        since = _since_it_worked(state, ledger, entries, snapshot)
+        if since is not None:
+            sections.append(since)
     missing = _missing_evidence(state, ledger)
     if missing:
         sections.append(Section(title="missing evidence", lines=missing))

@@ -98,6 +98,8 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
         session.record({"type": "fact", "baseline": baseline, "fact": fact.model_dump(mode="json")})
     for entry in state.diff:
         session.record({"type": "diff", "entry": entry.model_dump(mode="json")})
+    for entry in state.derived_diff:
+        session.record({"type": "derived_diff", "entry": entry.model_dump(mode="json")})
     for answer in state.answers:
         session.record({"type": "answer", **answer.model_dump(mode="json")})
     for refusal in state.refused:

@@ -88,6 +88,10 @@ class DiagnosisState(BaseModel):
     ``facts`` so that rules never mistake the known good state for the present one."""
     diff: list[DiffEntry] = Field(default_factory=list)
     """Fact-by-fact differences between the baseline and now."""
+    derived_diff: list[DiffEntry] = Field(default_factory=list)
+    """With a snapshot, the run's own record as a second baseline (checkpoints written
+    before the drop, the log's early windows): shown beside the snapshot's diff, since
+    the snapshot may be older than the state in which the run last worked."""
     symptoms: list[Symptom] = Field(default_factory=list)
     """What the run did over time (``agent.symptoms``), checked before any family runs;
     after verification, each verified drop names the families that explain it."""

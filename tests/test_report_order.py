@@ -4,10 +4,14 @@ offer, whatever the rule wished."""
 
 from __future__ import annotations
 
-from agent.baseline import DiffEntry
+from datetime import UTC, datetime
+
+from agent.baseline import Comparable, DiffEntry, Snapshot
 from agent.claims import AtLeast, Claim, Ref, check
 from agent.facts import Fact, Ledger
+from agent.graph import build_graph
 from agent.hypotheses import Hypothesis, verify
+from agent.nodes import Doctor
 from agent.report import build_report, render_markdown
 from agent.state import DiagnosisState
 
@@ -71,6 +75,48 @@ def test_symptoms_then_changes_then_hypotheses_and_unlocks_from_the_playbooks() 
         "## FX-tracing race"
     )
     assert check(race.claims[0], ledger).outcome == "holds"
+    # With a snapshot, the run's own record is shown as well, after the snapshot's diff.
+    with_snapshot = state.model_copy(
+        update={"baseline": "good", "diff": diff[1:], "derived_diff": diff}
+    )
+    titles = [s.title for s in build_report(with_snapshot, ledger, "s1").sections]
+    assert titles[:3] == [
+        "symptoms",
+        "since it worked (baseline good): 0 changed",
+        "since it worked (derived baseline): 1 changed",
+    ], titles
+
+
+def test_a_snapshot_diagnosis_also_diffs_the_runs_own_record() -> None:
+    """The graph's diff node: with a snapshot, the derived diff is computed beside it."""
+
+    ledger = Ledger()
+    now = ledger.append(Fact(probe="dataset", target="local", value={"n": 144}))
+    record = ledger.append(Fact(probe="checkpoints", target="local", value={"rec": {"n": 128}}))
+    table = [Comparable("n", "prompts", "dataset", ("n",), derived=("checkpoints", ("rec", "n")))]
+
+    class Snapshots:
+        """A snapshot taken when the dataset already had 144 prompts."""
+
+        def load(self, name: str) -> Snapshot:
+            then = Fact(probe="dataset", target="local", value={"n": 144})
+            return Snapshot(name=name, target="local", created_at=datetime.now(UTC), facts=[then])
+
+    doctor = Doctor(
+        ledger=ledger,
+        gather=lambda only: [now, record] if only is None else [],
+        rules=[],
+        comparables=lambda _l, _i, _b: table,
+        baselines=Snapshots(),
+    )
+    final = DiagnosisState.model_validate(
+        build_graph([], fixes=False).invoke(
+            DiagnosisState(target="local", baseline="good"), context=doctor
+        )
+    )
+    assert [(d.baseline_value, d.current_value) for d in final.diff] == [(144, 144)]
+    assert [(d.baseline_value, d.current_value) for d in final.derived_diff] == [(128, 144)]
+    assert final.derived_diff[0].baseline.fact == record.id
 
 
 def test_every_output_cites_a_fact_once() -> None:
