@@ -121,6 +121,10 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
                 Line(text=f"around the change: {text}", cites=cites)
                 for text, cites in timing.context_lines(ledger, state.facts, s)
             ]
+    # Where the console says the run or a worker died, whether or not it got slower.
+    lines += [
+        Line(text=text, cites=cites) for text, cites in timing.crash_lines(ledger, state.facts)
+    ]
     newest = latest(ledger, state.facts, "trainlog")
     log = observed(newest)
     if log is not None and isinstance(log.value, dict):

@@ -192,3 +192,40 @@ def context_lines(
             (f"{where} ({sig}, {n:,} line{'s' if n != 1 else ''}): {text}, {dated_as}", cites)
         )
     return out
+
+
+MAX_CRASH_LINES = 4
+ENDS_LOG = 50  # an exception this close to the log's end is where the run stopped
+
+
+def crash_lines(ledger: Ledger, fact_ids: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Where the console log says the run (or a worker) died: each cause its exception
+    lines state (``exception_causes``), with the threads it ended, whether the log ends
+    right after it, and the step printed before it where its signature dates it."""
+    log = observed(latest(ledger, fact_ids, "stdoutlog"))
+    causes = resolve(log, ("exception_causes",)) if log is not None else MISSING
+    if log is None or not isinstance(causes, dict):
+        return []
+    ended = []
+    for key, cause in causes.items():
+        if not isinstance(cause, dict):
+            continue
+        after = cause.get("lines_after")
+        ends_log = isinstance(after, int) and after <= ENDS_LOG
+        if cause.get("threads") or ends_log:
+            line = cause.get("first_line")
+            ended.append((line if isinstance(line, int) else 1 << 62, str(key), cause, ends_log))
+    out = []
+    for line, key, cause, ends_log in sorted(ended)[:MAX_CRASH_LINES]:
+        where = f"console line {line:,}" if line < 1 << 62 else "a console line of unknown number"
+        parts = [f"crash point: {key} at {where} [{log.id}]: {str(cause.get('first', ''))[:160]!r}"]
+        threads = cause.get("threads") or []
+        if threads:
+            parts.append(f"ended thread{'s' if len(threads) != 1 else ''} {', '.join(threads)}")
+        if ends_log:
+            parts.append(f"the log ends {cause['lines_after']:,} line(s) after its last")
+        dated = resolve(log, ("signatures", key, "first_after_step", "step"))
+        if isinstance(dated, int | float):
+            parts.append(f"after step {dated:,.0f} was printed")
+        out.append(("; ".join(parts), [log.id]))
+    return out

@@ -193,3 +193,22 @@ def test_console_lines_around_the_change_are_dated(tmp_path: Path) -> None:
     for text, cites in said:
         assert f"[{out.id}]" in text and cites == [out.id, log.id]
         assert "after step 690 was printed; not before the change" in text
+
+
+def test_crash_points_are_the_exceptions_that_ended_a_thread_or_the_log(tmp_path: Path) -> None:
+    ledger = Ledger()
+    lines = [f"step {s} loss 2.0" for s in range(10, 101, 10)]
+    # Logged on the way and survived (a warning-like traceback in the main thread, far
+    # from the end): not a crash point.
+    lines += ["Traceback (most recent call last):", '  File "t.py", line 1', "KeyError: 'x'"]
+    lines += [f"step {s} loss 2.0" for s in range(110, 800, 10)]
+    lines += texts.thread_crash("drafter-1", texts.FX_NESTED_TRACE)
+    p = tmp_path / "c.log"
+    p.write_text("\n".join(lines) + "\n")
+    with io.FileIO(str(p), "r") as f:
+        out = ledger.append(Fact(probe="stdoutlog", target="local", value=stdoutlog.scan(f)))
+    (said,) = timing.crash_lines(ledger, [out.id])
+    text, cites = said
+    assert text.startswith("crash point: fx_nested_trace at console line ") and cites == [out.id]
+    assert "ended thread drafter-1" in text and "after step 790 was printed" in text
+    assert "the log ends 0 line(s) after its last" in text
