@@ -412,8 +412,12 @@ def _svg(series: list[Series], marks: list[Mark]) -> str:
     for s in series:
         for j, segment in enumerate(s.segments):
             parts += _segment_svg(s, j, segment, frame)
-    for mark, (row, side) in zip(marks, rows, strict=True):
-        parts += _mark_svg(mark, row, side, frame)
+    # Marks at one step (a crash, then the restart) share the height instead of hiding
+    # each other: each draws its own stretch of the same vertical.
+    at_x = [round(frame.px(m.step)) for m in marks]
+    for k, (mark, (row, side)) in enumerate(zip(marks, rows, strict=True)):
+        share = (at_x[:k].count(at_x[k]), at_x.count(at_x[k]))
+        parts += _mark_svg(mark, row, side, frame, share)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -477,13 +481,18 @@ def _segment_svg(series: Series, index: int, segment: Segment, frame: _Frame) ->
     return parts
 
 
-def _mark_svg(mark: Mark, row: int, side: str, frame: _Frame) -> list[str]:
+def _mark_svg(
+    mark: Mark, row: int, side: str, frame: _Frame, share: tuple[int, int] = (0, 1)
+) -> list[str]:
     color, dash = MARK_STYLES[mark.kind]
     x = frame.px(mark.step)
     text_x = x + 4 if side == "start" else x - 4
+    part, parts = share
+    span = (frame.bottom - frame.top) / parts
+    y1, y2 = frame.top + part * span, frame.top + (part + 1) * span
     return [
         f'<g class="mark mark-{mark.kind}"><title>{html.escape(mark.title)}</title>'
-        f'<line x1="{x:.1f}" y1="{frame.top}" x2="{x:.1f}" y2="{frame.bottom}" '
+        f'<line x1="{x:.1f}" y1="{y1:.0f}" x2="{x:.1f}" y2="{y2:.0f}" '
         f'stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" '
         'shape-rendering="crispEdges"/>'
         f'<text x="{text_x:.1f}" y="{frame.top + 11 + row * LABEL_ROW}" text-anchor="{side}" '

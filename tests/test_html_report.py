@@ -368,10 +368,14 @@ def test_browser_draws_a_restarted_run_apart_from_its_baseline(tmp_path: Path) -
         f"now, run 1 (steps 5–40), train log [{now_id}]",
         f"now, run 2, after the restart at line 17 (step 5), train log [{now_id}]",
     ]
-    # The restart stands where run 2 starts; the crash, at no step the facts hold, nowhere.
+    # The restart stands where run 2 starts; the crash where the console dates it: the
+    # FX error came after run 2 printed step 5, so it stands there too, citing its fact.
     restart = mark_x(dom, "restart")
     assert restart == runs["series-now segment-1"][0]
-    assert "mark-crash" not in dom and "prints no step before it" in dom
+    console = latest(recorded.ledger, recorded.state.facts, "stdoutlog")
+    assert console is not None
+    assert mark_x(dom, "crash") == restart and "prints no step before it" not in dom
+    assert re.search(rf"<title>crash: [^<]*after it printed step 5\) \[{console.id}\]</title>", dom)
 
     shot = Shot(html, tmp_path)
     axis_x, plot_top = shot.y_axis()
@@ -383,10 +387,18 @@ def test_browser_draws_a_restarted_run_apart_from_its_baseline(tmp_path: Path) -
     run2 = [y for _, y in shot.where(NOW_COLORS[1], 20)]
     run2_legend, run2_plot = [y for y in run2 if y < plot_top], [y for y in run2 if y >= plot_top]
     assert len(run2_legend) > 20 and len(run2_plot) > 8, (len(run2_legend), len(run2_plot))
+    # The restart shares its vertical with the crash at the same step: each draws half
+    # of the plot's height (~120 px), dashed half on: some 60 px of its colour.
     purple, _ = MARK_STYLES["restart"]
-    columns = shot.columns(purple, 16, 100)
+    columns = shot.columns(purple, 16, 40)
     assert columns and max(columns) - min(columns) <= 2, columns  # one line, one place
     assert abs((columns[0] - axis_x) - (restart - PAD_L)) <= 2, (columns, axis_x, restart)
+    crash = re.findall(r'<g class="mark mark-crash">.*?<line [^>]*y1="(\d+)" [^>]*y2="(\d+)"', dom)
+    restart_span = re.findall(
+        r'<g class="mark mark-restart">.*?<line [^>]*y1="(\d+)" [^>]*y2="(\d+)"', dom
+    )
+    ((c1, c2),), ((r1, r2),) = crash, restart_span
+    assert int(c2) <= int(r1) or int(r2) <= int(c1), (crash, restart_span)  # apart, not over
 
 
 @pytest.mark.slow
