@@ -84,9 +84,12 @@ def assert_no_fault(report: dict[str, Any], *, speed_logged: bool = True) -> Non
     symptoms = report["sections"][0]
     assert symptoms["title"] == "symptoms", explain(report)
     said = [line["text"] for line in symptoms["lines"]]
-    steady = [t for t in said if t.endswith(" is steady (verified)")]
+    # Steady, or faster once it warmed up (three threads compiling on a loaded machine
+    # can take a third of a 40-step run): a healthy run never shows a drop.
+    held = [t for t in said if t.endswith(" is steady (verified)") or " rose to " in t]
     unknown = [t for t in said if "holds no throughput" in t]
-    assert (bool(steady), bool(unknown)) == (speed_logged, not speed_logged), said
+    assert (bool(held), bool(unknown)) == (speed_logged, not speed_logged), said
+    assert not any(" fell to " in t for t in said), said
     assert all(line["cites"] for line in symptoms["lines"]), symptoms
 
 
