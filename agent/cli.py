@@ -15,6 +15,7 @@ from rich.table import Table
 
 from agent import __version__
 from agent.baseline import baseline_store
+from agent.cli_options import one_of, seconds
 from agent.gather import SweepGatherer
 from agent.logs import configure_logging
 from agent.session import Session, SessionConfig, ssh_dict
@@ -86,7 +87,10 @@ SSHConfigOpt = Annotated[
     str | None, typer.Option("--ssh-config", help="ssh_config file (default ~/.ssh/config).")
 ]
 ConnectTimeoutOpt = Annotated[
-    float, typer.Option("--connect-timeout", help="Seconds to wait for a TCP connection.")
+    float,
+    typer.Option(
+        "--connect-timeout", help="Seconds to wait for a TCP connection.", callback=seconds
+    ),
 ]
 RetriesOpt = Annotated[
     int, typer.Option("--retries", help="Extra connection attempts (connection failures only).")
@@ -120,7 +124,8 @@ def exec_(
     command: Annotated[list[str], typer.Argument(help="The command and its arguments, after --.")],
     target: TargetOpt = "local",
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds before the command is killed.")
+        float | None,
+        typer.Option("--timeout", help="Seconds before the command is killed.", callback=seconds),
     ] = None,
     accept_new_host_key: AcceptNewOpt = False,
     known_hosts: KnownHostsOpt = None,
@@ -310,7 +315,9 @@ def diagnose(
     interpreter: InterpreterOpt = None,
     config: ConfigOpt = None,
     baseline: BaselineOpt = None,
-    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    fmt: Annotated[
+        str, typer.Option("--format", help="md | json", callback=one_of("md", "json"))
+    ] = "md",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     hypothesis: Annotated[
         str | None,
@@ -390,7 +397,9 @@ def resume(
     approve: Annotated[
         bool | None, typer.Option("--approve/--decline", help="Answer the pending approval.")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    fmt: Annotated[
+        str, typer.Option("--format", help="md | json", callback=one_of("md", "json"))
+    ] = "md",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
 ) -> None:
     session = Session.reopen(session_id)
@@ -544,7 +553,10 @@ def replay(
 @app.command(help="Render a recorded session as a report (md, html or json).")
 def report(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
-    fmt: Annotated[str, typer.Option("--format", help="md | html | json")] = "md",
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="md | html | json", callback=one_of("md", "html", "json")),
+    ] = "md",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
 ) -> None:
     from agent.html_report import render_html
@@ -564,7 +576,10 @@ def report(
     if out is None:
         typer.echo(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{out}: cannot write the report: {exc.strerror}") from None
         typer.echo(f"wrote {out}", err=True)
 
 

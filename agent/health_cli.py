@@ -13,6 +13,7 @@ from typing import Annotated
 import structlog
 import typer
 
+from agent.cli_options import seconds
 from agent.health_output import FILES, FORMATS, Format, render, write
 from tools.errors import UsageError
 from tools.transport import SSHOptions
@@ -55,7 +56,8 @@ def health(
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Targets checked at once.")] = 4,
     target_timeout: Annotated[
-        float, typer.Option("--target-timeout", help="Seconds allowed per target.")
+        float,
+        typer.Option("--target-timeout", help="Seconds allowed per target.", callback=seconds),
     ] = 600.0,
     trend: Annotated[int, typer.Option("--trend", help="Runs shown in each trend.")] = 30,
     workspace: Annotated[
@@ -86,7 +88,10 @@ def health(
         str | None, typer.Option("--ssh-config", help="ssh_config file (default ~/.ssh/config).")
     ] = None,
     connect_timeout: Annotated[
-        float, typer.Option("--connect-timeout", help="Seconds to wait for a TCP connection.")
+        float,
+        typer.Option(
+            "--connect-timeout", help="Seconds to wait for a TCP connection.", callback=seconds
+        ),
     ] = 10.0,
     retries: Annotated[
         int, typer.Option("--retries", help="Extra connection attempts (connection failures only).")
@@ -105,6 +110,18 @@ def health(
         interpreter=interpreter,
         config=config,
     )
+    if out is not None:
+        # Before any target is checked: a nightly run that cannot write its report
+        # should say so at once, not after sweeping every host.
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            probe = out / ".dflash-doctor-write-check"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise UsageError(
+                f"{out}: cannot write the health report there: {exc.strerror}"
+            ) from None
     ssh = SSHOptions(
         accept_new_host_key=accept_new_host_key,
         known_hosts=known_hosts,
@@ -118,7 +135,10 @@ def health(
         sys.stdout.write(render(run, formats[0]))
         sys.stdout.flush()
     else:
-        written = write(run, formats, out)
+        try:
+            written = write(run, formats, out)
+        except OSError as exc:
+            raise UsageError(f"{out}: cannot write the health report: {exc.strerror}") from None
         if run.exit_code != 0:
             # Quiet when all is well, so that cron mails and journals only speak up then.
             typer.echo(f"health: exit {run.exit_code}: {run.exit_reason}")

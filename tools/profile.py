@@ -40,9 +40,11 @@ from pydantic_settings import (
 
 from tools.bundle import PROBES, SweepSpec
 from tools.errors import ConfigError, TargetURIError, UsageError
+from tools.localfile import read_regular
 from tools.parsers.logformats import FORMATS as LOG_FORMATS
 from tools.probes._canonical import QUANTITIES
 from tools.probes._steps import compile_pattern
+from tools.transport.base import check_timeout
 from tools.transport.uri import parse_target
 
 __all__ = [
@@ -184,8 +186,8 @@ class TargetProfile(BaseModel):
         unknown = sorted(set(v) - set(PROBES))
         if unknown:
             raise ValueError(f"unknown probe(s) {', '.join(unknown)}")
-        if any(t <= 0 for t in v.values()):
-            raise ValueError("timeouts must be positive")
+        for probe, t in v.items():
+            check_timeout(t, f"timeouts.{probe}")
         return v
 
     def process_patterns(self) -> list[str]:
@@ -311,7 +313,7 @@ def load_config(path: str | Path | None = None) -> DoctorConfig:
         try:
             # Parse once ourselves: pydantic-settings would raise tomllib's error without
             # the file name, and an unreadable file deserves its own message.
-            tomllib.loads(file.read_text(encoding="utf-8"))
+            tomllib.loads(read_regular(file, 16 << 20).decode("utf-8"))
         except OSError as exc:
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -448,6 +450,9 @@ def write_template(path: str | Path, *, force: bool = False) -> Path:
     target = Path(path)
     if target.exists() and not force:
         raise UsageError(f"{target} exists; not overwriting it (use --force)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(TEMPLATE, encoding="utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(TEMPLATE, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{target}: cannot write the profile: {exc.strerror}") from None
     return target

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tools.errors import TranscriptError
+from tools.localfile import read_regular
 from tools.redact import Redactor
 
 FORMAT = "dflash-doctor-transcript"
@@ -123,7 +124,7 @@ class TranscriptWriter:
 def read_transcript(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Read and verify a transcript; any defect raises ``TranscriptError`` naming the line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except OSError as exc:
         raise TranscriptError(f"{path}: cannot read transcript: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

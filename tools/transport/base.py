@@ -7,9 +7,24 @@ an exception (a ``TransportError``), as in pytest-testinfra's backends.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+
+# The longest time limit accepted anywhere (a command, a connection, a probe): a week.
+# Longer is a typo, or an attempt to disable the limit (inf, 1e300), and NaN compares
+# false with everything, so it would disable it too.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def check_timeout(value: float, what: str) -> float:
+    """``value`` if it is a usable time limit in seconds, else ValueError saying why."""
+    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
+        raise ValueError(
+            f"{what} must be a number of seconds in (0, {MAX_TIMEOUT:g}], not {value!r}"
+        )
+    return value
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,8 @@ class SSHTransport:
         self.options = options or SSHOptions()
         user_part = f"{user}@" if user else ""
         port_part = f":{port}" if port is not None else ""
-        self.name = f"ssh://{user_part}{host}{port_part}"
+        shown = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URI writes it
+        self.name = f"ssh://{user_part}{shown}{port_part}"
         self._host, self._user, self._port = host, user, port
         self._conn: Connection | None = None
 

@@ -7,6 +7,7 @@ part of the URI that is wrong, on one line.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -76,11 +77,32 @@ def _authority(authority: str, uri: str) -> tuple[str | None, str, int | None]:
         port_text = port_text_ if colon else None
     if not host:
         raise TargetURIError(f"bad target URI {uri!r}: missing host")
-    if ":" not in host and not _HOST.match(host):
+    if authority.startswith("["):
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise TargetURIError(
+                f"bad target URI {uri!r}: {host!r} in brackets is not an IPv6 address"
+            ) from None
+    elif ":" in host or not _HOST.match(host):
         raise TargetURIError(f"bad target URI {uri!r}: bad host {host!r}")
+    else:
+        # DNS limits (RFC 1035): the resolver refuses longer names with a traceback.
+        labels = host.split(".")
+        long = next((label for label in labels if len(label) > 63), None)
+        if long is not None or len(host) > 253 or "" in labels:
+            what = (
+                f"label {long[:20]!r}… over 63 characters"
+                if long
+                else "with an empty label (two dots)"
+                if "" in labels
+                else "over 253 characters"
+            )
+            raise TargetURIError(f"bad target URI {uri!r}: host name {what}")
     port: int | None = None
     if port_text is not None:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        # isdigit() alone accepts '²' and other Unicode digits that int() refuses.
+        if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
             raise TargetURIError(f"bad target URI {uri!r}: bad port {port_text!r} (1-65535)")
         port = int(port_text)
     return user, host, port

@@ -1,0 +1,162 @@
+"""Bad input to the real console script: one line saying what was wrong and where, exit 2,
+never a traceback, never a hang (issue 14, item 10). Special files a user may name by
+mistake — a FIFO, /dev/zero, a directory — are refused without being read."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_cli import SCRIPT
+from tools.errors import TargetURIError
+from tools.transport.uri import parse_target
+
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "transcripts" / "healthy.jsonl"
+
+
+def run(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
+    return subprocess.run(
+        [SCRIPT, "-q", *args], capture_output=True, text=True, timeout=60, env=env, cwd=tmp
+    )
+
+
+def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """Exit 2, no traceback, and the reason in the error output."""
+    said = result.stderr + result.stdout
+    assert result.returncode == 2, (result.returncode, said[-2000:])
+    assert "Traceback" not in said, said[-2000:]
+    flat = " ".join(said.replace("│", " ").split())
+    for word in words:
+        assert word in flat, (word, said[-2000:])
+
+
+def one_line(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """A DoctorError: exactly one line on stderr, naming the problem."""
+    refused(result, *words)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("dflash-doctor: error: "), lines
+
+
+@pytest.mark.parametrize(
+    ("uri", "why"),
+    [
+        ("ssh://h:²", "bad port '²'"),
+        ("ssh://h:0", "bad port '0'"),
+        (f"ssh://{'a' * 70}.example", "over 63 characters"),
+        (f"ssh://{'a.' * 130}b", "over 253 characters"),
+        ("ssh://h..x", "empty label"),
+        ("ssh://[a:b$(id)]", "not an IPv6 address"),
+        ("ssh://[::1", "bad IPv6 host"),
+        ("ftp://h", "unknown scheme"),
+    ],
+)
+def test_a_bad_target_uri_is_one_line(uri: str, why: str, tmp_path: Path) -> None:
+    one_line(run("exec", "--target", uri, "--", "true", tmp=tmp_path), "bad target URI", why)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300", "0", "-1", "604801"])
+@pytest.mark.parametrize("option", ["--timeout", "--connect-timeout"])
+def test_a_time_limit_that_disables_the_limit_is_refused(
+    option: str, value: str, tmp_path: Path
+) -> None:
+    refused(run("exec", "--target", "local", option, value, "--", "true", tmp=tmp_path), option)
+
+
+def test_a_usable_time_limit_runs(tmp_path: Path) -> None:
+    result = run("exec", "--target", "local", "--timeout", "5", "--", "true", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-3"])
+def test_a_profile_time_limit_that_disables_the_limit_is_refused(
+    value: str, tmp_path: Path
+) -> None:
+    profile = tmp_path / "doctor.toml"
+    profile.write_text(f'[targets.t]\nuri = "local"\ntimeouts = {{ trainlog = {value} }}\n')
+    result = run("diagnose", "--config", str(profile), "--target", "t", tmp=tmp_path)
+    one_line(result, str(profile), "timeouts.trainlog")
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        (["diagnose", "--target", "local", "--format", "xml"], "md, json"),
+        (["report", str(TRANSCRIPT), "--format", "pdf"], "md, html, json"),
+    ],
+)
+def test_an_unknown_format_is_refused_before_anything_runs(
+    command: list[str], allowed: str, tmp_path: Path
+) -> None:
+    refused(run(*command, tmp=tmp_path), "--format", allowed)
+    assert not (tmp_path / "state" / "dflash-doctor" / "sessions").exists()
+
+
+def test_writing_where_nothing_can_be_written_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    one_line(
+        run("report", str(TRANSCRIPT), "--out", str(tmp_path / "dir"), tmp=tmp_path),
+        "cannot write the report",
+        "Is a directory",
+    )
+    nowhere = tmp_path / "missing" / "deeper"
+    (tmp_path / "missing").write_text("a file, not a directory")
+    one_line(
+        run("report", str(TRANSCRIPT), "--out", str(nowhere), tmp=tmp_path),
+        "cannot write the report",
+    )
+    one_line(run("init", str(nowhere), tmp=tmp_path), "cannot write the profile")
+    one_line(
+        run(
+            "health",
+            "--target",
+            "local",
+            "--workspace",
+            str(tmp_path),
+            "--baseline",
+            "b",
+            "--out",
+            str(nowhere),
+            tmp=tmp_path,
+        ),
+        "cannot write the health report there",
+    )
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)  # nobody ever writes to it: opening it to read would block forever
+    return path
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory"])
+def test_a_special_file_named_as_input_is_refused_without_reading_it(
+    kind: str, fifo: Path, tmp_path: Path
+) -> None:
+    path = {"fifo": fifo, "/dev/zero": Path("/dev/zero"), "directory": tmp_path}[kind]
+    what = {"fifo": "is a FIFO", "/dev/zero": "is a character device", "directory": ""}[kind]
+    one_line(run("replay", str(path), tmp=tmp_path), str(path), "cannot read transcript", what)
+    one_line(run("report", str(path), tmp=tmp_path), str(path), "cannot read transcript", what)
+    if kind != "directory":
+        config = run("diagnose", "--config", str(path), "--target", "t", tmp=tmp_path)
+        one_line(config, str(path), "cannot read", what)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=80))
+def test_parsing_any_text_as_a_target_either_works_or_says_why(text: str) -> None:
+    for candidate in (text, f"ssh://{text}", f"ssh://h:{text}", f"ssh://[{text}]"):
+        try:
+            uri = parse_target(candidate)
+        except TargetURIError as exc:
+            assert str(exc).startswith("bad target URI ") and "\n" not in str(exc)
+        else:
+            # What parsed prints back as a URI that parses to the same thing.
+            assert parse_target(str(uri)) == uri
