@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.sshd import SSHServer
 from tests.test_cli import SCRIPT
 from tools.errors import TargetURIError
 from tools.transport.uri import parse_target
@@ -160,3 +161,68 @@ def test_parsing_any_text_as_a_target_either_works_or_says_why(text: str) -> Non
         else:
             # What parsed prints back as a URI that parses to the same thing.
             assert parse_target(str(uri)) == uri
+
+
+def known_hosts_with(sshd: SSHServer, *extra: str) -> Path:
+    """The server's real known_hosts line, with ``extra`` lines before it."""
+    real = sshd.known_hosts.read_text()
+    path = sshd.root / "known_hosts.marked"
+    path.write_text("".join(f"{line}\n" for line in extra) + real)
+    return path
+
+
+def ssh_exec(sshd: SSHServer, known_hosts: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    return run(
+        "exec",
+        "--target",
+        sshd.uri,
+        "--identity",
+        str(sshd.identity),
+        "--known-hosts",
+        str(known_hosts),
+        "--",
+        "echo",
+        "reached",
+        tmp=tmp,
+    )
+
+
+def test_known_hosts_marker_lines_do_not_break_ssh(sshd_server: SSHServer, tmp_path: Path) -> None:
+    """OpenSSH's ``@cert-authority`` line (not supported: skipped, as a bad line is) and a
+    garbage line used to crash every connection in paramiko's parser."""
+    path = known_hosts_with(
+        sshd_server,
+        "@cert-authority *.example ssh-ed25519 "
+        "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+        "this is not a host key line",
+    )
+    result = ssh_exec(sshd_server, path, tmp_path)
+    assert result.returncode == 0 and result.stdout == "reached\n", result.stderr[-2000:]
+
+
+def test_a_revoked_host_key_is_refused_even_when_listed(
+    sshd_server: SSHServer, tmp_path: Path
+) -> None:
+    host, keytype, key = sshd_server.known_hosts.read_text().split()[:3]
+    path = known_hosts_with(sshd_server, f"@revoked {host} {keytype} {key}")
+    result = ssh_exec(sshd_server, path, tmp_path)
+    assert result.returncode == 255, result.stderr[-2000:]
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert "marked @revoked" in line and "reached" not in result.stdout
+
+
+@pytest.mark.parametrize("what", ["directory", "not utf-8"])
+def test_an_unusable_ssh_config_or_known_hosts_is_one_line(
+    what: str, sshd_server: SSHServer, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad"
+    if what == "directory":
+        bad.mkdir()
+    else:
+        bad.write_bytes(b"Host *\n  User \xff\xfe\n")
+    config = run(
+        "exec", "--target", sshd_server.uri, "--ssh-config", str(bad), "--", "true", tmp=tmp_path
+    )
+    one_line(config, str(bad), "ssh config")
+    if what == "directory":
+        one_line(ssh_exec(sshd_server, bad, tmp_path), str(bad), "cannot read known_hosts")

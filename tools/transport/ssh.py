@@ -41,12 +41,31 @@ from tools.errors import (
     ConnectionLost,
     HostKeyError,
     TransportError,
+    UsageError,
 )
+from tools.localfile import read_regular
 from tools.transport.base import CommandResult, digest
+from tools.transport.known_hosts import load as load_known_hosts
 
 log = structlog.get_logger(__name__)
 
 _CHUNK = 1 << 16
+
+
+def _config(path: str | None) -> Config:
+    """Fabric's config with ``path`` as the ssh_config; one line when it cannot be used."""
+    if not path:
+        return Config()
+    try:
+        read_regular(Path(path), 16 << 20).decode("utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the ssh config: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: the ssh config is not UTF-8 text (byte {exc.start})") from None
+    try:
+        return Config(runtime_ssh_path=path)
+    except (ValueError, paramiko.SSHException) as exc:
+        raise UsageError(f"{path}: not a usable ssh config: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -169,7 +188,7 @@ class SSHTransport:
 
     def _connect_once(self) -> Connection:
         opts = self.options
-        config = Config(runtime_ssh_path=opts.ssh_config) if opts.ssh_config else Config()
+        config = _config(opts.ssh_config)
         connect_kwargs: dict[str, Any] = {
             "banner_timeout": opts.banner_timeout,
             "auth_timeout": opts.auth_timeout,
@@ -190,8 +209,12 @@ class SSHTransport:
         known_hosts = self._known_hosts(conn)
         # Fabric trusts every host key (AutoAddPolicy) and loads no known_hosts at all:
         # replace both, so a changed key is refused and an unknown one only on request.
-        if known_hosts.exists():
-            conn.client.load_host_keys(str(known_hosts))
+        known = load_known_hosts(known_hosts)
+        for number, why in known.skipped:
+            log.warning("known_hosts_line_skipped", file=str(known_hosts), line=number, why=why)
+        for name, keys in known.keys.items():
+            for keytype, key in keys.items():
+                conn.client.get_host_keys().add(name, keytype, key)
         conn.client.set_missing_host_key_policy(
             _AcceptNewKey(known_hosts) if opts.accept_new_host_key else _RefuseUnknownKey()
         )
@@ -223,6 +246,14 @@ class SSHTransport:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectError(f"cannot connect: {_why(exc)}", target=self.name) from exc
         transport = conn.client.get_transport()
+        offered = transport.get_remote_server_key() if transport is not None else None
+        if offered is not None and offered.get_base64() in known.revoked:
+            conn.close()
+            raise HostKeyError(
+                f"host key {offered.get_fingerprint().hex()} is marked @revoked in "
+                f"{known_hosts}; refusing to connect",
+                target=self.name,
+            )
         if transport is not None and opts.keepalive:
             transport.set_keepalive(opts.keepalive)
         log.debug("ssh_connected", target=self.name)
