@@ -26,6 +26,7 @@ from agent import nodes
 from agent.claims import PREDICATES
 from agent.rules.base import Rule
 from agent.state import DiagnosisState
+from tools.errors import ConfigError
 
 # Our own models that the checkpointer may turn back into objects (LangGraph refuses
 # unregistered types in strict mode and warns today).
@@ -51,6 +52,11 @@ CHECKPOINT_TYPES = [
 def sqlite_checkpointer(path: Path) -> SqliteSaver:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # a damaged file fails here
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise ConfigError(f"{path}: not a usable graph checkpoint database: {exc}") from None
     return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES))
 
 

@@ -19,6 +19,7 @@ from agent.rules.base import Rule
 from agent.session import Session
 from agent.state import DiagnosisState
 from tools.bundle import SweepSpec
+from tools.errors import ConfigError
 from tools.transcript import read_transcript
 from tools.transport.base import Transport
 
@@ -73,6 +74,12 @@ def run_session(
         payload = Command(resume=answer)
     else:
         payload = None
+        if not graph.get_state(config).values:
+            # Continuing needs a checkpoint; an emptied or replaced graph.sqlite has none.
+            raise ConfigError(
+                f"{session.graph_path}: holds no saved state for session {session.id}; "
+                "it cannot be resumed (start a new diagnosis)"
+            )
     result = graph.invoke(payload, config, context=doctor)
     snapshot = graph.get_state(config)
     paused = None

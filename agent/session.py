@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agent.facts import Fact, Ledger
 from tools.bundle import SweepSpec
-from tools.errors import ConfigError
+from tools.errors import ConfigError, UsageError
 from tools.redact import Redactor
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
@@ -49,7 +49,18 @@ def state_home() -> Path:
 
 
 def app_state() -> Path:
-    return state_home() / APP
+    """The app's state directory, private to its user (0700): transcripts, ledgers and
+    snapshots describe the training hosts, and a redacted transcript still names paths."""
+    path = state_home() / APP
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)  # made by an older version, or under a looser umask
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot use it as the state directory ($XDG_STATE_HOME): {exc.strerror}"
+        ) from None
+    return path
 
 
 def new_session_id() -> str:
@@ -96,9 +107,15 @@ class Session:
         self._header = header or {}
         saved = self.dir / "redaction.json"
         if resume and saved.exists():
-            self._redactor = Redactor.restore(
-                json.loads(saved.read_text()), redact_hosts, redact_paths
-            )
+            try:
+                self._redactor = Redactor.restore(
+                    json.loads(saved.read_text()), redact_hosts, redact_paths
+                )
+            except (OSError, ValueError, TypeError, AttributeError) as exc:
+                # Without its numbering a resumed session would name one secret twice.
+                raise ConfigError(
+                    f"{saved}: unreadable redaction state: {str(exc).splitlines()[0]}"
+                ) from None
         else:
             self._redactor = Redactor(redact_hosts, redact_paths)
         self._writer: TranscriptWriter | None = None

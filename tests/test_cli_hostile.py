@@ -226,3 +226,59 @@ def test_an_unusable_ssh_config_or_known_hosts_is_one_line(
     one_line(config, str(bad), "ssh config")
     if what == "directory":
         one_line(ssh_exec(sshd_server, bad, tmp_path), str(bad), "cannot read known_hosts")
+
+
+def test_the_state_directory_is_private_and_an_unusable_one_is_one_line(tmp_path: Path) -> None:
+    result = run("exec", "--target", "local", "--", "true", tmp=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "state" / "dflash-doctor").stat().st_mode & 0o777 == 0o700
+    (tmp_path / "state" / "dflash-doctor").chmod(0o755)  # as an older version left it
+    run("exec", "--target", "local", "--", "true", tmp=tmp_path)
+    assert (tmp_path / "state" / "dflash-doctor").stat().st_mode & 0o777 == 0o700
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "a-file")}
+    (tmp_path / "a-file").write_text("not a directory")
+    unusable = subprocess.run(
+        [SCRIPT, "-q", "exec", "--target", "local", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    one_line(unusable, "cannot use it as the state directory")
+
+
+@pytest.fixture(scope="module")
+def finished_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A real diagnosis of an empty workspace: its state directory and session id."""
+    import sys
+
+    tmp = tmp_path_factory.mktemp("session")
+    (tmp / "ws").mkdir()
+    result = run(
+        "diagnose",
+        "--target",
+        "local",
+        "--workspace",
+        str(tmp / "ws"),
+        "--interpreter",
+        sys.executable,
+        "--non-interactive",
+        tmp=tmp,
+    )
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    (session,) = (tmp / "state" / "dflash-doctor" / "sessions").iterdir()
+    return tmp, session.name
+
+
+@pytest.mark.parametrize("name", ["session.json", "redaction.json", "graph.sqlite"])
+@pytest.mark.parametrize("content", ["[1,2", "[]", '{"maps": 5, "target": 5}', ""])
+def test_resume_on_a_damaged_state_file_is_one_line(
+    name: str, content: str, finished_session: tuple[Path, str], tmp_path: Path
+) -> None:
+    import shutil
+
+    source, session = finished_session
+    shutil.copytree(source / "state", tmp_path / "state")
+    damaged = tmp_path / "state" / "dflash-doctor" / "sessions" / session / name
+    damaged.write_text(content)
+    one_line(run("resume", session, tmp=tmp_path), str(damaged))
