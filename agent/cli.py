@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -135,10 +136,15 @@ def exec_(
     retries: RetriesOpt = 3,
 ) -> None:
     uri = parse_target(target)  # bad URIs fail here, before a session is created
+    ssh = ssh_options(
+        accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
+    )
+    if timeout is not None:
+        # --timeout bounds reaching the host as well: a port that never sends a banner
+        # must not hold the command for every retry's connect timeout.
+        ssh = dataclasses.replace(ssh, connect_deadline=timeout)
     session = Session(
-        ssh=ssh_options(
-            accept_new_host_key, known_hosts, identity, ssh_config, connect_timeout, retries
-        ),
+        ssh=ssh,
         header={"command": "exec", "target": str(uri)},
         redact_hosts=[uri.host] if uri.host else [],
     )

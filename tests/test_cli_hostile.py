@@ -282,3 +282,53 @@ def test_resume_on_a_damaged_state_file_is_one_line(
     damaged = tmp_path / "state" / "dflash-doctor" / "sessions" / session / name
     damaged.write_text(content)
     one_line(run("resume", session, tmp=tmp_path), str(damaged))
+
+
+@pytest.mark.timeout(60)
+def test_the_command_time_limit_bounds_connecting_too(tmp_path: Path) -> None:
+    """A port that accepts and never sends an SSH banner held ``exec --timeout 3`` for 45 s
+    (three retries of every connect timeout); the limit now covers reaching the host."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.5)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            try:
+                held.append(server.accept()[0])  # accepted, and never a byte sent
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    try:
+        started = time.monotonic()
+        result = run(
+            "exec",
+            "--target",
+            f"ssh://127.0.0.1:{port}",
+            "--timeout",
+            "3",
+            "--",
+            "true",
+            tmp=tmp_path,
+        )
+        took = time.monotonic() - started
+    finally:
+        done.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+    assert result.returncode == 255, result.stderr[-2000:]
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "cannot connect" in lines[0], lines
+    assert took < 15, f"exec --timeout 3 took {took:.1f}s to give up connecting"

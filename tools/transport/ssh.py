@@ -31,6 +31,7 @@ from tenacity import (
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
+    stop_after_delay,
     wait_exponential_jitter,
 )
 
@@ -85,6 +86,9 @@ class SSHOptions:
     known_hosts: str | None = None
     identity_file: str | None = None
     ssh_config: str | None = None  # None: ~/.ssh/config as fabric loads it
+    # All connecting, every attempt and its waits, within this many seconds (a command's
+    # --timeout bounds reaching the host too, not only the command).
+    connect_deadline: float | None = None
 
 
 class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
@@ -164,8 +168,10 @@ class SSHTransport:
         if self._conn is not None and self._conn.is_connected:
             return self._conn
         self._drop()
+        deadline = self.options.connect_deadline
+        stop = stop_after_attempt(self.options.retries + 1)
         retrying = Retrying(
-            stop=stop_after_attempt(self.options.retries + 1),
+            stop=stop if deadline is None else stop | stop_after_delay(deadline),
             wait=wait_exponential_jitter(
                 multiplier=self.options.backoff_initial, max=self.options.backoff_max
             ),
@@ -189,10 +195,11 @@ class SSHTransport:
     def _connect_once(self) -> Connection:
         opts = self.options
         config = _config(opts.ssh_config)
+        cap = opts.connect_deadline if opts.connect_deadline is not None else float("inf")
         connect_kwargs: dict[str, Any] = {
-            "banner_timeout": opts.banner_timeout,
-            "auth_timeout": opts.auth_timeout,
-            "channel_timeout": opts.channel_timeout,
+            "banner_timeout": min(opts.banner_timeout, cap),
+            "auth_timeout": min(opts.auth_timeout, cap),
+            "channel_timeout": min(opts.channel_timeout, cap),
         }
         if opts.identity_file:
             connect_kwargs["key_filename"] = [opts.identity_file]
@@ -203,7 +210,7 @@ class SSHTransport:
             user=self._user,
             port=self._port,
             config=config,
-            connect_timeout=max(1, round(opts.connect_timeout)),
+            connect_timeout=max(1, round(min(opts.connect_timeout, cap))),
             connect_kwargs=connect_kwargs,
         )
         known_hosts = self._known_hosts(conn)
