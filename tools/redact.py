@@ -4,11 +4,17 @@ Each distinct secret or host becomes a stable placeholder (``[REDACTED-HOST-1]``
 ``[REDACTED-IP-2]``, ``[REDACTED-SECRET-1]``), the same one everywhere in a file, so a
 replay that asks for "the same command on the same host" still matches. The redactor is
 idempotent: redacting redacted text changes nothing, which replay relies on.
+
+Redaction never changes the structure of what it redacts: a JSON document in command
+output (the probe bundle's answer) is parsed first and redacted as a value, string by
+string, and written back only where something was redacted; only output that is not JSON
+is redacted as text.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -17,9 +23,24 @@ from typing import Any
 _PLACEHOLDER = re.compile(r"\[REDACTED-[A-Z]+-\d+\]")
 
 # Order matters: whole private keys first, then credentials, then addresses.
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL
+_KEY_BEGIN = r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
+_KEY_END = r"-----END [A-Z ]*PRIVATE KEY-----"
+_PRIVATE_KEY = re.compile(rf"{_KEY_BEGIN}.*?{_KEY_END}", re.DOTALL)
+# A key with its end or its start cut off (a clipped line; a log's tail that kept only its
+# last lines): the marker and the key lines next to it. A key line is base64 (16 or more
+# characters), a PEM header or blank; the line that touches the marker may be shorter.
+_B64 = r"[A-Za-z0-9+/]"
+_KEY_LINE = rf"[ \t]*(?:{_B64}{{16,}}={{0,2}}|(?:Proc-Type|DEK-Info|Comment):[^\r\n]*)?[ \t]*\r?"
+_SHORT_LINE = rf"[ \t]*{_B64}+={{0,2}}[ \t]*\r?"
+_OPEN_KEY = re.compile(
+    rf"{_KEY_BEGIN}[ \t]*\r?(?:\n{_KEY_LINE}(?![^\n])){{0,400}}(?:\n{_SHORT_LINE}(?![^\n]))?"
 )
+_CUT_KEY = re.compile(
+    rf"^(?:{_KEY_LINE}\n){{0,400}}(?:{_SHORT_LINE}\n)?[ \t]*{_KEY_END}", re.MULTILINE
+)
+# One line of a key's body, wherever it stands alone (a parser took it for an exception's
+# name): replaced when it is a line of a key found in the same value or before.
+_BODY_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 _SECRETS = [
     re.compile(r"(?i)\b(bearer\s+|basic\s+)([A-Za-z0-9._~+/=-]{8,})"),
     # key=value / key: value pairs whose key *ends* with a secret word ("HF_TOKEN=…",
@@ -28,7 +49,9 @@ _SECRETS = [
     re.compile(
         r"(?i)(\b[A-Za-z0-9_-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key"
         r"|authorization)['\"]?\s*[=:]\s*)(['\"]?)(?!bearer\b|basic\b|[\d.]+\b)"
-        r"([^\s'\",}]{4,})\2"
+        # A backslash escapes the character after it (ab\"cd is one value), in a Python
+        # message as in JSON text.
+        r"((?:\\.|[^\s'\",}\\]){4,})\2"
     ),
 ]
 _TOKENS = re.compile(
@@ -78,7 +101,7 @@ class Redactor:
 
     def _placeholder(self, kind: str, value: str) -> str:
         mapping = self._maps[kind]
-        key = hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+        key = _sha(value)
         if key not in mapping:
             mapping[key] = f"[REDACTED-{kind}-{len(mapping) + 1}]"
         self.counts[kind] += 1
@@ -94,7 +117,17 @@ class Redactor:
                 lambda m: self._placeholder("PATH", m.group(0)),
                 text,
             )
-        text = _PRIVATE_KEY.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
+        text = self._keys(text)
+        known = self._maps.get("KEYLINE")
+        if known:
+            text = _BODY_RUN.sub(
+                lambda m: (
+                    self._placeholder("SECRET", m.group(0))
+                    if _sha(m.group(0)) in known
+                    else m.group(0)
+                ),
+                text,
+            )
         for pattern in _SECRETS:
             text = pattern.sub(self._secret_pair, text)
         text = _TOKENS.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
@@ -117,16 +150,200 @@ class Redactor:
         value = match.group(0)
         return value if value in _KEEP_IPS else self._placeholder("IP", value)
 
+    def _keys(self, text: str) -> str:
+        if "PRIVATE KEY-----" not in text:
+            return text
+        out, at = [], 0
+        for start, end in _key_spans(text):
+            self._learn(text[start:end])
+            out += [text[at:start], self._placeholder("SECRET", text[start:end])]
+            at = end
+        return "".join([*out, text[at:]])
+
     def data(self, data: bytes) -> bytes:
         """Bytes as text where they decode; undecodable bytes pass through unchanged."""
-        return self.text(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+        text = data.decode("utf-8", "surrogateescape")
+        return self.output(text).encode("utf-8", "surrogateescape")
+
+    def output(self, text: str) -> str:
+        """A command's output. A line that holds a JSON document (after a prefix, as the
+        probe bundle's answer follows its sentinel) is parsed and redacted as a value, so
+        no secret inside it can change its structure (issue 14: a log line ending in
+        ``password=ab\\"cd`` was once redacted inside the JSON text and broke the whole
+        answer); the line is written back only where something in it was redacted. Every
+        other line is redacted as text, the lines between two documents together (a
+        private key spans lines)."""
+        if "{" not in text and "[" not in text:
+            return self.text(text)
+        out: list[str] = []
+        plain: list[str] = []
+        for line in text.split("\n"):
+            found = _json_in(line)
+            if found is None:
+                plain.append(line)
+                continue
+            if plain:
+                out.append(self.text("\n".join(plain)))
+                plain = []
+            at, doc = found
+            out.append(self.text(line[:at]) + self._document(line[at:], doc))
+        if plain:
+            out.append(self.text("\n".join(plain)))
+        return "\n".join(out)
+
+    def _document(self, raw: str, doc: object) -> str:
+        self._learn_keys(doc)
+        redacted, changed = self._walk(doc)
+        if not changed:
+            return raw
+        body = raw.rstrip()
+        compact = ", " not in body and ": " not in body
+        return (
+            json.dumps(
+                redacted,
+                ensure_ascii=body.isascii(),
+                separators=(",", ":") if compact else None,
+            )
+            + raw[len(body) :]
+        )
 
     def any(self, value: object) -> object:
-        """Redact every string inside a JSON-like value."""
+        """Redact every string inside a JSON-like value (dict keys too) and give back a
+        value of the same structure: the same containers, lengths and non-string leaves.
+        A private key split over a list's strings (a log's lines) is found across them,
+        and a line of it that stands alone anywhere in the value goes with it."""
+        self._learn_keys(value)
+        return self._walk(value)[0]
+
+    def _learn(self, key: str) -> None:
+        """Remember (by digest) the body lines of a private key found in clear."""
+        lines = self._maps.setdefault("KEYLINE", {})
+        for line in _BODY_RUN.findall(key):
+            lines[_sha(line)] = ""
+
+    def _learn_keys(self, value: object) -> None:
         if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.any(v) for v in value]
+            if "PRIVATE KEY-----" in value:
+                for start, end in _key_spans(value):
+                    self._learn(value[start:end])
+        elif isinstance(value, (list, tuple)):
+            if any(isinstance(i, str) and "PRIVATE KEY-----" in i for i in value):
+                joined = "\n".join(i for i in value if isinstance(i, str))
+                for start, end in _key_spans(joined):
+                    self._learn(joined[start:end])
+            for item in value:
+                self._learn_keys(item)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self._learn_keys(key)
+                self._learn_keys(item)
+
+    def _walk(self, value: object) -> tuple[object, bool]:
+        if isinstance(value, str):
+            redacted = self.text(value)
+            return redacted, redacted != value
+        if isinstance(value, (list, tuple)):
+            items, changed = self._runs_of_lines(list(value))
+            out = []
+            for item in items:
+                new, item_changed = self._walk(item)
+                out.append(new)
+                changed = changed or item_changed
+            return (out if isinstance(value, list) else tuple(out)), changed
         if isinstance(value, dict):
-            return {k: self.any(v) for k, v in value.items()}
-        return value
+            result: dict[object, object] = {}
+            changed = False
+            for key, item in value.items():
+                new_key, key_changed = self._walk(key) if isinstance(key, str) else (key, False)
+                if key_changed:
+                    new_key = _unique(str(new_key), result)
+                new, item_changed = self._walk(item)
+                result[new_key] = new
+                changed = changed or key_changed or item_changed
+            return result, changed
+        return value, False
+
+    def _runs_of_lines(self, items: list[object]) -> tuple[list[object], bool]:
+        """Each run of strings in a list, read as lines: a private key found in the run joined
+        by newlines is one placeholder, put in each item where a part of the key stood (so
+        the list keeps its length)."""
+        if not any(isinstance(i, str) and "PRIVATE KEY-----" in i for i in items):
+            return items, False
+        out = list(items)
+        changed = False
+        start = 0
+        while start < len(out):
+            if not isinstance(out[start], str):
+                start += 1
+                continue
+            end = start
+            while end < len(out) and isinstance(out[end], str):
+                end += 1
+            if end - start > 1:
+                lines = [str(i) for i in out[start:end]]
+                new = self._split_keys(lines)
+                if new != lines:
+                    out[start:end] = new
+                    changed = True
+            start = end
+        return out, changed
+
+    def _split_keys(self, lines: list[str]) -> list[str]:
+        joined = "\n".join(lines)
+        spans = [(s, e, self._placeholder("SECRET", joined[s:e])) for s, e in _key_spans(joined)]
+        for s, e, _ in spans:
+            self._learn(joined[s:e])
+        if not spans:
+            return lines
+        out = []
+        offset = 0
+        for line in lines:
+            first, last = offset, offset + len(line)
+            pieces, at = [], first
+            for s, e, placeholder in spans:
+                if s < last and e > first:  # an empty line counts where it lies inside a key
+                    pieces += [joined[at : max(s, first)], placeholder]
+                    at = min(e, last)
+            pieces.append(joined[at:last])
+            out.append("".join(pieces))
+            offset = last + 1
+        return out
+
+
+def _sha(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _key_spans(text: str) -> list[tuple[int, int]]:
+    """Where private keys are in ``text``: whole ones, then ones cut short at an end."""
+    spans: list[tuple[int, int]] = []
+    for pattern in (_PRIVATE_KEY, _OPEN_KEY, _CUT_KEY):
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if end > start and not any(s < end and start < e for s, e in spans):
+                spans.append((start, end))
+    return sorted(spans)
+
+
+def _json_in(line: str) -> tuple[int, object] | None:
+    """Where a JSON object or array starts in ``line`` and runs to its end, and its
+    value; None for any other line."""
+    starts = sorted(i for i in (line.find("{"), line.find("[")) if i >= 0)
+    for at in starts:
+        try:
+            doc = json.loads(line[at:])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(doc, (dict, list)):
+            return at, doc
+    return None
+
+
+def _unique(key: str, taken: dict[object, object]) -> str:
+    """A redacted key that two keys became: the second gets a number, so none is lost."""
+    if key not in taken:
+        return key
+    n = 2
+    while f"{key} #{n}" in taken:
+        n += 1
+    return f"{key} #{n}"
