@@ -10,6 +10,7 @@ and counted, as ``ssh`` skips it with a warning.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,8 +32,8 @@ class KnownHosts:
 def load(path: Path) -> KnownHosts:
     """The known hosts in ``path`` (absent: none). UsageError when it cannot be read."""
     found = KnownHosts(path)
-    if not path.exists():
-        return found
+    if not path.exists() or str(path) == os.devnull:
+        return found  # none known; /dev/null is ssh's idiom for "remember nothing"
     try:
         text = read_regular(path, 64 << 20).decode("utf-8", "replace")
     except OSError as exc:

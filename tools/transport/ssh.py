@@ -57,6 +57,8 @@ def _config(path: str | None) -> Config:
     """Fabric's config with ``path`` as the ssh_config; one line when it cannot be used."""
     if not path:
         return Config()
+    if path == os.devnull:  # ssh -F /dev/null: no config at all
+        return Config(runtime_ssh_path=path)
     try:
         read_regular(Path(path), 16 << 20).decode("utf-8")
     except OSError as exc:
