@@ -14,6 +14,7 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickletools
@@ -21,6 +22,8 @@ import re
 import struct
 import zipfile
 from typing import TYPE_CHECKING, Any
+
+from ._common import FileRefused, open_regular, read_capped
 
 __all__ = [
     "QUANTITIES",
@@ -302,7 +305,7 @@ def from_pickle(path: str, source: str, notes: list[str]) -> Found:
             notes.append(f"{source}: a pickle; only its top-level version keys were read")
             return found
     try:
-        with zipfile.ZipFile(path) as z:
+        with io.BufferedReader(open_regular(path), 1 << 16) as fz, zipfile.ZipFile(fz) as z:
             pkl = [i for i in z.infolist() if i.filename.endswith("data.pkl")]
             if not pkl or pkl[0].file_size > PICKLE_MAX:
                 notes.append(f"{source}: no data.pkl small enough to scan; versions not read")
@@ -314,6 +317,9 @@ def from_pickle(path: str, source: str, notes: list[str]) -> Found:
                 found, error = _scan(head, source)
                 if not found and len(head) == PICKLE_HEAD:
                     found, error = _scan(head + f.read(), source)
+    except FileRefused as exc:
+        notes.append(f"{source}: unreadable ({exc.reason})")
+        return {}
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
         notes.append(f"{source}: not read ({str(exc)[:120]})")
         return {}
@@ -328,7 +334,7 @@ def _first_member(path: str) -> bytes | None:
     writes it first and uncompressed), read from its local header: opening the zip would
     parse a central directory with an entry per tensor first."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             header = f.read(30)
             if len(header) < 30 or header[:4] != b"PK\x03\x04":
                 return None
@@ -368,8 +374,7 @@ def _scan(data: bytes, source: str) -> tuple[Found, str]:
 
 
 def _read_text(path: str) -> str:
-    with open(path, "rb") as f:
-        return f.read(TEXT_MAX).decode("utf-8", "replace")
+    return read_capped(path, TEXT_MAX)[0].decode("utf-8", "replace")
 
 
 def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> Found:
@@ -378,11 +383,11 @@ def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> F
     lower = os.path.basename(path).lower()
     try:
         if lower.endswith(".json"):
-            if os.path.getsize(path) > TEXT_MAX:
+            data, truncated = read_capped(path, TEXT_MAX)
+            if truncated:
                 notes.append(f"{source}: larger than {TEXT_MAX} bytes; not read")
                 return {}
-            with open(path, "rb") as f:
-                record = json.loads(f.read())
+            record = json.loads(data)
             found = from_record(record, source, key_map, notes)
             if lower in CONFIG_FILES and "config" not in found and _usable("config", record):
                 found["config"] = (record, f"{source}:(the whole file)")
@@ -396,7 +401,7 @@ def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> F
             return from_hparams(_read_text(path), source)
         if is_env_file(lower):
             return from_text(_read_text(path), source)
-    except OSError as exc:
+    except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
         notes.append(f"{source}: unreadable ({exc.strerror or exc})")
     except ValueError as exc:
         notes.append(f"{source}: does not parse ({str(exc)[:120]})")

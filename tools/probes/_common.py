@@ -29,12 +29,19 @@ else:
 
 __all__ = [
     "ERROR_KINDS",
+    "OPEN_FLAGS",
+    "RECORD_MAX",
+    "SOURCE_MAX",
     "Context",
+    "FileRefused",
     "ProbeFailure",
     "TypedDict",
     "classify_oserror",
     "failure_from_oserror",
     "file_entry",
+    "open_regular",
+    "read_capped",
+    "read_text_capped",
 ]
 
 # The closed set of ways a probe can fail; the doctor renders them, rules may match them.
@@ -116,11 +123,8 @@ def file_entry(path: str, st: os.stat_result | None = None) -> FileEntry:
         try:
             st = os.stat(path)
         except OSError as exc:
-            return {
-                "path": path,
-                "error": exc.strerror or str(exc),
-                "error_kind": classify_oserror(exc),
-            }
+            refused = _refuse_oserror(exc, path)  # its wording: a symlink loop says so
+            return {"path": path, "error": refused.reason, "error_kind": refused.kind}
     return {
         "path": path,
         "kind": _kind_of(st.st_mode),
@@ -130,26 +134,122 @@ def file_entry(path: str, st: os.stat_result | None = None) -> FileEntry:
     }
 
 
-def open_regular(path: str) -> io.FileIO:
-    """Open ``path`` for binary reading, or fail with the reason as a ProbeFailure.
+# How an open for reading is made: never blocking (a FIFO nobody writes to), never
+# taking a terminal as the controlling one, never leaking into a subprocess.
+OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+RECORD_MAX = 4 << 20  # bytes of a metadata/JSON record or a text file read whole
+SOURCE_MAX = 8 << 20  # bytes of a script or source file read to be scanned
 
-    A FIFO would block forever and a directory cannot be read: both are refused before
-    ``open``, so a misnamed path never hangs a probe.
+_KIND_WORDS = {
+    "dir": "a directory",
+    "fifo": "a FIFO",
+    "socket": "a socket",
+    "symlink": "a symlink",
+    "other": "not a file",
+}
+
+
+def _kind_words(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return _KIND_WORDS.get(_kind_of(mode), "not a file")
+
+
+class FileRefused(ProbeFailure, OSError):
+    """A file that was not read, and why: both a ProbeFailure (kind, message naming the
+    path) and an OSError, so a caller's ``except OSError`` takes it as a per-file problem.
+    ``reason`` is the message without the path."""
+
+    def __init__(self, kind: str, reason: str, path: str, err: int = errno.EINVAL) -> None:
+        OSError.__init__(self, err, reason, path)
+        self.kind = kind if kind in ERROR_KINDS else "error"
+        self.reason = reason
+        self.message = f"{path}: {reason}"
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _refuse_oserror(exc: OSError, path: str) -> FileRefused:
+    if exc.errno == errno.ELOOP:
+        reason = "symlink loop (too many levels of symbolic links)"
+    elif exc.errno == errno.ENXIO:
+        reason = "not a regular file (a socket or a device without a reader); not opened"
+        return FileRefused("not_a_file", reason, path, exc.errno)
+    else:
+        reason = exc.strerror or str(exc)
+    return FileRefused(classify_oserror(exc), reason, path, exc.errno or errno.EIO)
+
+
+def _refuse_mode(mode: int, path: str, opened: bool) -> FileRefused:
+    if stat.S_ISDIR(mode):
+        return FileRefused("is_a_directory", "is a directory", path, errno.EISDIR)
+    what = "not read" if opened else "not opened"
+    return FileRefused("not_a_file", f"not a regular file ({_kind_words(mode)}); {what}", path)
+
+
+def open_regular(path: str) -> io.FileIO:
+    """Open ``path`` for binary reading, or raise ``FileRefused`` saying why not.
+
+    Only a regular file is opened: the path is stat()ed first, so a device is never
+    opened at all (opening one may act: a tape rewinds, a watchdog arms), then opened
+    with ``OPEN_FLAGS`` (a FIFO swapped in meanwhile cannot block) and the descriptor
+    fstat()ed, so what is read is what was checked. A symlink to a regular file is
+    followed; one to a device, a FIFO or a directory is refused, and a loop is a refusal.
     """
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise failure_from_oserror(exc, path) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ProbeFailure("is_a_directory", f"{path}: is a directory", path)
+        raise _refuse_oserror(exc, path) from None
     if not stat.S_ISREG(st.st_mode):
-        raise ProbeFailure(
-            "not_a_file", f"{path}: not a regular file ({_kind_of(st.st_mode)})", path
-        )
+        raise _refuse_mode(st.st_mode, path, opened=False)
     try:
-        return open(path, "rb", buffering=0)
+        fd = os.open(path, OPEN_FLAGS)
     except OSError as exc:
-        raise failure_from_oserror(exc, path) from None
+        raise _refuse_oserror(exc, path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse_mode(st.st_mode, path, opened=True)
+        f = io.FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    f.name = path  # as open() names it: parsers sniff by name
+    return f
+
+
+def read_capped(path: str, cap: int) -> tuple[bytes, bool]:
+    """At most ``cap`` bytes of the regular file ``path`` and whether there were more.
+
+    Raises ``FileRefused`` (an OSError) for anything ``open_regular`` refuses. The read
+    is bounded by ``cap``, never by the size stat() gave: a file of /proc says 0 and a
+    file being written grows."""
+    with open_regular(path) as f:
+        parts: list[bytes] = []
+        left = cap + 1
+        while left > 0:
+            buf = f.read(min(left, 1 << 20))
+            if not buf:
+                break
+            parts.append(buf)
+            left -= len(buf)
+    data = b"".join(parts)
+    return data[:cap], len(data) > cap
+
+
+def read_text_capped(path: str, cap: int) -> tuple[str, bool]:
+    """``read_capped`` decoded as UTF-8 (undecodable bytes replaced)."""
+    data, truncated = read_capped(path, cap)
+    return data.decode("utf-8", "replace"), truncated
 
 
 class CommandRecord(TypedDict):

@@ -32,7 +32,7 @@ import tempfile
 from typing import Any
 
 from . import layout, processes
-from ._common import Context, ProbeFailure, TypedDict, classify_oserror
+from ._common import Context, ProbeFailure, TypedDict, classify_oserror, read_capped
 
 NAME = "caches"
 TIMEOUT = 60.0
@@ -82,6 +82,7 @@ _ASSIGN = re.compile(
     r"(?P<value>\"[^\"]*\"|'[^']*'|\S*)"
 )
 MAX_LAUNCH_BYTES = 1 << 20
+PROC_MAX = 4 << 20  # bytes of a process's cmdline or environ read
 
 
 def inductor_default() -> str:
@@ -117,8 +118,7 @@ def _in_workspace(pid: int, workspace: str | None) -> bool:
     root = os.path.realpath(workspace).rstrip("/") + "/"
     try:
         cwd = os.path.realpath(os.readlink(f"/proc/{pid}/cwd")) + "/"
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read().decode("utf-8", "replace")
+        cmd = read_capped(f"/proc/{pid}/cmdline", PROC_MAX)[0].decode("utf-8", "replace")
     except OSError:
         return False
     return cwd.startswith(root) or workspace in cmd
@@ -131,8 +131,7 @@ def from_processes(match: list[str], workspace: str | None) -> list[Declared]:
         if not _in_workspace(pid, workspace):
             continue
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                items = f.read().split(b"\0")
+            items = read_capped(f"/proc/{pid}/environ", PROC_MAX)[0].split(b"\0")
         except OSError:
             continue  # another user's process: the processes probe says so
         for item in items:
@@ -147,11 +146,10 @@ def from_launch_files(paths: list[str], problems: list[str]) -> list[Declared]:
     out: list[Declared] = []
     for path in paths:
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):
-                continue
-            with open(path, "rb") as f:
-                text = f.read(MAX_LAUNCH_BYTES).decode("utf-8", "replace")
-        except OSError:
+            text = read_capped(path, MAX_LAUNCH_BYTES)[0].decode("utf-8", "replace")
+        except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
+            if classify_oserror(exc) != "not_found":
+                problems.append(f"{path}: {exc.strerror or exc}; its cache settings not read")
             continue
         for number, line in enumerate(text.splitlines(), 1):
             m = _ASSIGN.match(line)

@@ -18,6 +18,7 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 from __future__ import annotations
 
 import glob
+import io
 import json
 import os
 import stat
@@ -26,7 +27,15 @@ import zipfile
 from typing import Any
 
 from . import _canonical, _steps, layout
-from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror
+from ._common import (
+    Context,
+    FileRefused,
+    ProbeFailure,
+    TypedDict,
+    failure_from_oserror,
+    open_regular,
+    read_capped,
+)
 
 NAME = "checkpoints"
 TIMEOUT = 120.0
@@ -164,11 +173,14 @@ def check_file(path: str, name: str, deep: bool) -> FileCheck:
     try:
         st = os.stat(path)
     except OSError as exc:
-        return {"name": name, "ok": False, "problem": exc.strerror or str(exc)}
+        return {"name": name, "ok": False, "problem": _refused(exc, path).reason}
     out: FileCheck = {"name": name, "size": st.st_size, "mtime": st.st_mtime, "ok": None}
-    if not stat.S_ISREG(st.st_mode):
-        out["format"] = "other"
+    if stat.S_ISDIR(st.st_mode):
+        out["format"] = "other"  # a directory inside a checkpoint (a shard, a state dir)
         return out
+    if not stat.S_ISREG(st.st_mode):
+        # A FIFO, a socket, a device (a link to /dev/zero): never opened, a problem.
+        return {"name": name, "format": "other", "ok": False, "problem": _refused_mode(path)}
     lower = name.lower()
     try:
         if st.st_size == 0:
@@ -182,28 +194,52 @@ def check_file(path: str, name: str, deep: bool) -> FileCheck:
             if st.st_size > METADATA_MAX * 16:
                 out["ok"] = None
             else:
-                with open(path, "rb") as f:
-                    json.loads(f.read())
+                data, _ = read_capped(path, METADATA_MAX * 16)
+                json.loads(data)
                 out["ok"] = True
         else:
             out["format"] = "other"
     except OSError as exc:
-        out.update({"ok": False, "problem": "unreadable: %s" % (exc.strerror or exc)})
+        out.update({"ok": False, "problem": f"unreadable: {_refused(exc, path).reason}"})
     except ValueError as exc:
         out.update({"ok": False, "problem": f"does not parse: {str(exc)[:200]}"})
     return out
 
 
-def _check_torch(path: str, out: FileCheck, deep: bool) -> None:
-    with open(path, "rb") as f:
-        magic = f.read(4)
-    if magic[:2] == b"\x80\x02" or magic[:1] == b"\x80":
-        # torch.save(..., _use_new_zipfile_serialization=False): a bare pickle stream.
-        out.update({"format": "torch-legacy", "ok": None})
-        return
-    out["format"] = "torch-zip"
+def _refused(exc: OSError, path: str) -> FileRefused:
+    """``exc`` as the helper words it (a symlink loop says so)."""
+    if isinstance(exc, FileRefused):
+        return exc
     try:
-        with zipfile.ZipFile(path) as z:
+        open_regular(path).close()
+    except FileRefused as again:
+        return again
+    return FileRefused("io_error", exc.strerror or str(exc), path)
+
+
+def _refused_mode(path: str) -> str:
+    try:
+        open_regular(path).close()
+    except FileRefused as exc:
+        return exc.reason
+    return "not a regular file"
+
+
+def _check_torch(path: str, out: FileCheck, deep: bool) -> None:
+    with open_regular(path) as raw, io.BufferedReader(raw, 1 << 16) as f:
+        magic = f.read(4)
+        if magic[:2] == b"\x80\x02" or magic[:1] == b"\x80":
+            # torch.save(..., _use_new_zipfile_serialization=False): a bare pickle stream.
+            out.update({"format": "torch-legacy", "ok": None})
+            return
+        out["format"] = "torch-zip"
+        f.seek(0)
+        _check_zip(f, out, deep)
+
+
+def _check_zip(f: Any, out: FileCheck, deep: bool) -> None:
+    try:
+        with zipfile.ZipFile(f) as z:
             members = z.infolist()
             out["members"] = len(members)
             if deep:
@@ -219,7 +255,7 @@ def _check_torch(path: str, out: FileCheck, deep: bool) -> None:
 
 def _check_safetensors(path: str, size: int, out: FileCheck) -> None:
     out["format"] = "safetensors"
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         head = f.read(8)
         if len(head) < 8:
             out.update({"ok": False, "problem": "shorter than its 8-byte header length"})
@@ -261,17 +297,17 @@ def _clip(value: Any) -> Any:
 def read_metadata(d: str, names: list[str], entry: StepDir) -> None:
     for name in names:
         p = os.path.join(d, name)
-        if not os.path.exists(p):
+        if not os.path.lexists(p):
             continue
         entry["metadata_file"] = name
         try:
-            if os.path.getsize(p) > METADATA_MAX:
+            data, truncated = read_capped(p, METADATA_MAX)
+            if truncated:
                 entry["metadata_error"] = f"larger than {METADATA_MAX} bytes; not read"
                 return
-            with open(p, "rb") as f:
-                entry["metadata"] = _clip(json.loads(f.read()))
+            entry["metadata"] = _clip(json.loads(data))
         except OSError as exc:
-            entry["metadata_error"] = "unreadable: %s" % (exc.strerror or exc)
+            entry["metadata_error"] = f"unreadable: {_refused(exc, p).reason}"
         except ValueError as exc:
             entry["metadata_error"] = f"does not parse (truncated?): {str(exc)[:200]}"
         return
@@ -316,7 +352,9 @@ def one_step(
         canon["canonical_notes"],
     )
     if entry.get("metadata_error"):
-        entry["problems"].append(f"{entry.get('metadata_file')}: {entry['metadata_error']}")
+        problem = f"{entry.get('metadata_file')}: {entry['metadata_error']}"
+        if not any(problem.endswith(p.split(": ", 1)[-1]) for p in entry["problems"]):
+            entry["problems"].append(problem)
     return entry
 
 

@@ -11,7 +11,7 @@ import socket
 import time
 from typing import Any
 
-from ._common import Context, TypedDict, classify_oserror
+from ._common import Context, TypedDict, classify_oserror, read_text_capped
 
 NAME = "host"
 TIMEOUT = 15.0
@@ -43,9 +43,8 @@ class HostValue(TypedDict, total=False):
 
 def _read(path: str) -> str | None:
     try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
+        return read_text_capped(path, 1 << 20)[0]
+    except OSError:  # FileRefused too
         return None
 
 

@@ -22,12 +22,13 @@ import io
 import os
 from typing import Any
 
-from ._common import Context, ProbeFailure, TypedDict
+from ._common import Context, ProbeFailure, TypedDict, open_regular, read_text_capped
 from .pyenv import _metadata, normalize, search_path
 
 NAME = "integrity"
 TIMEOUT = 180.0
 LIST_MAX = 50
+RECORD_MAX = 64 << 20  # bytes of a RECORD read (torch's is a few MiB)
 
 
 class Mismatch(TypedDict, total=False):
@@ -80,7 +81,7 @@ def find_dist_info(name: str, paths: list[str]) -> str | None:
 
 def _sha256_b64(path: str) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # streamed: never the whole file in memory
         while True:
             buf = f.read(1 << 20)
             if not buf:
@@ -103,12 +104,15 @@ def check(name: str, paths: list[str], mode: str, ctx: Context) -> PackageIntegr
     }
     record = os.path.join(dist, "RECORD")
     try:
+        text, truncated = read_text_capped(record, RECORD_MAX)
         out["record_mtime"] = os.stat(record).st_mtime
-        with open(record, encoding="utf-8", errors="replace") as f:
-            rows = list(csv.reader(io.StringIO(f.read())))
-    except OSError as exc:
+    except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
         out.update({"ok": False, "error": "RECORD unreadable: %s" % (exc.strerror or exc)})
         return out
+    if truncated:
+        out.update({"ok": False, "error": f"RECORD larger than {RECORD_MAX} bytes; not read"})
+        return out
+    rows = list(csv.reader(io.StringIO(text)))
     mismatched: list[Mismatch] = []
     missing: list[str] = []
     hashed = size_checked = hashed_bytes = 0

@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from . import _canonical, _steps
-from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror
+from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror, read_capped
 
 NAME = "layout"
 TIMEOUT = 60.0
@@ -494,9 +494,8 @@ class _Walk:
             return None
         self.peeks += 1
         try:
-            with open(path, "rb") as f:
-                return f.read(PEEK)
-        except OSError:
+            return read_capped(path, PEEK)[0]
+        except OSError:  # FileRefused too: what is no regular file is not peeked at
             return None
 
     def _json_lines(

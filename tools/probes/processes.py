@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from ._common import Context, ProbeFailure, TypedDict, classify_oserror
+from ._common import Context, ProbeFailure, TypedDict, classify_oserror, read_capped
 
 NAME = "processes"
 TIMEOUT = 30.0
@@ -69,9 +69,12 @@ class ProcessesValue(TypedDict):
     truncated: bool
 
 
+PROC_MAX = 4 << 20  # bytes of one /proc file read (a cmdline, an environ, a status)
+
+
 def _read(path: str, binary: bool = False) -> Any:
-    with open(path, "rb" if binary else "r") as f:
-        return f.read()
+    data = read_capped(path, PROC_MAX)[0]  # an OSError (FileRefused too) to the caller
+    return data if binary else data.decode("utf-8", "replace")
 
 
 def _boot_time() -> float | None:

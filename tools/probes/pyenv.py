@@ -21,7 +21,7 @@ import re
 import sys
 from typing import Any
 
-from ._common import Context, TypedDict
+from ._common import SOURCE_MAX, Context, TypedDict, read_text_capped
 
 NAME = "pyenv"
 TIMEOUT = 30.0
@@ -85,26 +85,29 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+METADATA_HEAD = 256 << 10  # bytes of a METADATA/PKG-INFO read for its headers
+
+
 def _metadata(path: str) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    break  # the headers end at the first blank line; the body follows
-                key, sep, val = line.partition(":")
-                if sep and key in ("Name", "Version") and key not in out:
-                    out[key] = val.strip()
-    except OSError:
-        pass
+        # Bounded: Name and Version are the first headers; /dev/zero has no lines at all.
+        text = read_text_capped(path, METADATA_HEAD)[0]
+    except OSError:  # FileRefused too: a FIFO, a device, a directory, a loop
+        return out
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line; the body follows
+        key, sep, val = line.partition(":")
+        if sep and key in ("Name", "Version") and key not in out:
+            out[key] = val.strip()
     return out
 
 
 def _read(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
+        return read_text_capped(path, SOURCE_MAX)[0]
+    except OSError:  # FileRefused too
         return None
 
 

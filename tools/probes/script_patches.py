@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from . import layout
-from ._common import Context, TypedDict
+from ._common import Context, TypedDict, read_capped
 
 NAME = "script_patches"
 TIMEOUT = 60.0
@@ -204,12 +204,12 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
     reports: list[ScriptReport] = []
     for path in files:
         try:
-            if os.path.getsize(path) > MAX_BYTES:
+            data, truncated = read_capped(path, MAX_BYTES)
+            if truncated:
                 reports.append({"path": path, "error": f"larger than {MAX_BYTES} bytes"})
                 continue
-            with open(path, "rb") as f:
-                source = f.read().decode("utf-8", "replace")
-        except OSError as exc:
+            source = data.decode("utf-8", "replace")
+        except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
             reports.append({"path": path, "error": exc.strerror or str(exc)})
             continue
         reports.append(scan_source(source, path))

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any
 
-from ._common import Context, ProbeFailure, TypedDict
+from ._common import SOURCE_MAX, Context, ProbeFailure, TypedDict, read_capped
 from .pyenv import find_package, search_path
 
 NAME = "torch_source"
@@ -61,9 +61,11 @@ class TorchSourceValue(TypedDict):
 
 def _parse(path: str) -> tuple[ast.Module | None, str, str | None]:
     try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as exc:
+        data, truncated = read_capped(path, SOURCE_MAX)
+        if truncated:
+            return None, "", f"larger than {SOURCE_MAX} bytes; not parsed"
+        source = data.decode("utf-8")
+    except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
         return None, "", exc.strerror or str(exc)
     except UnicodeDecodeError as exc:
         return None, "", f"not UTF-8: {exc}"
