@@ -170,8 +170,29 @@ def diff(
                 label=item.label,
                 baseline=Ref(fact=then.id, path=then_path, label=f"{item.label} (baseline)"),
                 current=Ref(fact=now.id, path=item.path, label=f"{item.label} (now)"),
-                baseline_value=baseline_value,
-                current_value=current_value,
+                baseline_value=_storable(baseline_value),
+                current_value=_storable(current_value),
             )
         )
     return entries
+
+
+def _storable(value: object) -> object:
+    """``value`` with every integer past 64 bits as its exact decimal text. A diff entry
+    lives in the graph's state, which the checkpointer writes with msgpack (64-bit
+    integers at most), so a 400-digit figure a file recorded would end the session; as
+    text it still compares exactly, and no ratio or threshold takes it for a number."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if -(1 << 63) <= value < (1 << 64):
+            return value
+        try:
+            return str(value)
+        except ValueError:  # past Python's digit limit for str()
+            return f"<an integer of {value.bit_length()} bits>"
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _storable(v) for k, v in value.items()}
+    return value

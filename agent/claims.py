@@ -12,6 +12,7 @@ nothing, cites a fact the ledger does not hold, or points at a value that is not
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Sequence
@@ -262,9 +263,15 @@ def _truthy(value: object) -> bool:
 
 
 def _number(value: object) -> float | None:
+    """``value`` as a float, or None when it is no usable number: not a number, or one
+    no float holds finite (a 400-digit integer a file recorded, an inf)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def check(claim: Claim, ledger: Ledger) -> Verdict:
@@ -321,11 +328,22 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
+        if _number(value) is None or abs(value) >= 10**24:
+            return _huge(value)
         return f"{value:,}"
     if isinstance(value, str):
         return repr(value if len(value) <= 120 else value[:117] + "...")
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _huge(value: int) -> str:
+    """An integer too long to show, by its size (``str`` itself refuses past 4300 digits)."""
+    try:
+        digits = len(str(abs(value)))
+    except ValueError:
+        return f"an integer of {value.bit_length()} bits"
+    return f"{str(value)[:6]}… (an integer of {digits} digits)"
 
 
 def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[bool | None, str]:

@@ -27,10 +27,20 @@ def split(version: str) -> tuple[tuple[int, ...], str, str] | None:
     match = _RELEASE.match(public)
     if match is None:
         return None
-    numbers = [int(n) for n in match.group(1).split(".")]
+    numbers = [_release_number(n) for n in match.group(1).split(".")]
     while len(numbers) > 1 and numbers[-1] == 0:
         numbers.pop()  # 3.12 and 3.12.0 name the same release
     return tuple(numbers), match.group(2).lower(), local.lower()
+
+
+def _release_number(digits: str) -> int:
+    """A release part as a number. One past Python's digit limit for ``int()`` (4300)
+    is no real version, but compares: equal parts are equal text without leading zeros,
+    and the number stands for it (its digits' hash, negative: never a real part)."""
+    try:
+        return int(digits)
+    except ValueError:
+        return -1 - (hash(digits.lstrip("0")) & ((1 << 62) - 1))
 
 
 def difference(a: str, b: str) -> Difference | None:

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from agent.claims import (
@@ -13,14 +20,19 @@ from agent.claims import (
     Differs,
     Equal,
     Exists,
+    Greater,
     Matches,
     NotBefore,
     RatioAtLeast,
     RatioBelow,
     Ref,
+    VersionDiffers,
+    WindowRatio,
     check,
 )
 from agent.facts import Fact, Ledger
+from agent.versions import difference
+from tests.test_probe_support import train_log_lines, write_pt
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
@@ -181,3 +193,130 @@ def test_not_before_dates_an_event_against_a_step(
     assert verdict.outcome == outcome
     assert f", {word} slower regime begins" in verdict.sentence
     assert verdict.cites == (log.id, train.id)
+
+
+# -- numbers no float holds (issue 14, item 9) ---------------------------------------
+
+HUGE = int("9" * 400)  # what json reads from a 400-digit number: float(HUGE) overflows
+
+
+@pytest.mark.parametrize(
+    "predicate",
+    [
+        lambda a, b: RatioBelow(a=a, b=b, ratio=0.9),
+        lambda a, b: RatioAtLeast(a=b, b=a, ratio=0.9),
+        lambda a, b: AtLeast(a=a, value=1.0),
+        lambda a, b: AtMost(a=a, value=1.0),
+        lambda a, b: Greater(a=a, b=b),
+        lambda a, b: NotBefore(a=b, b=a),
+    ],
+    ids=["ratio_below", "ratio_at_least", "at_least", "at_most", "greater", "not_before"],
+)
+def test_a_400_digit_number_is_unverifiable(ledger: Ledger, predicate: Any) -> None:
+    """A checkpoint that recorded a 400-digit tokens_per_s gives no comparison: the
+    claim is unverifiable, not a crash (float() of it raises OverflowError)."""
+    now = add(ledger, {"tok_s": 4300.0})
+    meta = add(ledger, {"tokens_per_s": HUGE})
+    a, b = Ref(fact=meta, path=("tokens_per_s",)), Ref(fact=now, path=("tok_s",))
+    verdict = check(Claim(predicate=predicate(a, b)), ledger)
+    assert verdict.outcome == "unverifiable", verdict
+    assert "9" * 100 not in verdict.sentence
+
+
+def test_a_400_digit_number_compares_equal_exactly(ledger: Ledger) -> None:
+    """Equality needs no float: exact, and the sentence names the number by its size."""
+    one = add(ledger, {"n": HUGE})
+    two = add(ledger, {"n": HUGE - 1})
+    same = check(Claim(predicate=Equal(a=Ref(fact=one, path=("n",)), value=HUGE)), ledger)
+    other = check(
+        Claim(predicate=Differs(a=Ref(fact=one, path=("n",)), b=Ref(fact=two, path=("n",)))),
+        ledger,
+    )
+    assert (same.outcome, other.outcome) == ("holds", "holds")
+    assert "400 digits" in same.sentence and len(same.sentence) < 200
+
+
+def test_window_ratio_skips_windows_without_a_usable_number(ledger: Ledger) -> None:
+    windows = [{"tok": 100.0}, {"tok": HUGE}, {"tok": 100.0}, {"tok": 50.0}]
+    fid = add(ledger, {"windows": windows})
+    pred = WindowRatio(
+        a=Ref(fact=fid, path=("windows",)),
+        series=(("tok",),),
+        before=(0, 1),
+        after=(2, 3),
+        ratio=0.9,
+    )
+    verdict = check(Claim(predicate=pred), ledger)
+    assert verdict.outcome == "holds" and "1 window(s)" in verdict.sentence, verdict
+
+
+def test_version_with_a_5000_digit_part_is_no_crash(ledger: Ledger) -> None:
+    """A version string past Python's digit limit for int() is compared as text."""
+    long_part = "2." + "1" * 5000
+    now = add(ledger, {"v": long_part})
+    then = add(ledger, {"v": "2.1"})
+    verdict = check(
+        Claim(
+            predicate=VersionDiffers(a=Ref(fact=now, path=("v",)), b=Ref(fact=then, path=("v",)))
+        ),
+        ledger,
+    )
+    assert verdict.outcome == "holds" and "different releases" in verdict.sentence
+    assert difference(long_part, long_part + "+cu130") == "same"
+    assert difference(long_part, "2." + "1" * 4999 + "2") == "release"
+
+
+def test_diagnose_with_a_400_digit_figure_in_the_checkpoint(tmp_path: Path) -> None:
+    """End to end: a workspace whose checkpoint meta.json records a 400-digit
+    tokens_per_s (and whose log holds one bad line of each kind) is diagnosed, with the
+    trainlog and checkpoints facts both observed."""
+    ws = tmp_path / "ws"
+    step = ws / "checkpoints" / "step_100"
+    step.mkdir(parents=True)
+    write_pt(step / "drafter.pt")
+    (step / "meta.json").write_text(
+        '{"step": 100, "torch_version": "2.11.0+cu130", "tokens_per_s": ' + "9" * 400 + "}"
+    )
+    lines = train_log_lines(range(0, 200, 10))
+    lines[5:5] = [
+        '{"step": 3, "tokens_per_s": ' + "9" * 400 + "}",
+        '{"x": ' + "[" * 2000 + "]" * 2000 + "}",
+    ]
+    (ws / "train_log.jsonl").write_text("\n".join(lines) + "\n")
+    (ws / "train_stdout.log").write_text("2026-01-01 10:00:00 [MainThread] step 10\n")
+    state = tmp_path / "state"
+    res = subprocess.run(
+        [str(Path(sys.executable).with_name("dflash-doctor")), "diagnose", "--target", "local",
+         "--workspace", str(ws), "--non-interactive", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XDG_STATE_HOME": str(state)},
+        timeout=240,
+    )  # fmt: skip
+    assert res.returncode in (0, 2), res.stderr[-3000:]
+    doc = json.loads(res.stdout)
+    facts = {f["probe"]: f for f in doc["facts"]}
+    assert facts["checkpoints"]["error"] is None and facts["trainlog"]["error"] is None
+
+
+def test_diff_entry_with_a_400_digit_value_is_stored_in_the_session_state(
+    ledger: Ledger,
+) -> None:
+    """A diff entry lives in the graph's state, which the checkpointer writes with
+    msgpack (64-bit integers at most): a 400-digit value is kept as its exact text, so
+    the entry still says whether the two sides differ."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from agent.baseline import Comparable, diff
+
+    now = add(ledger, {"tokens_per_s": HUGE, "list": [HUGE, 1]}, probe="checkpoints")
+    table = [
+        Comparable("tok", "tokens/s", "checkpoints", ("tokens_per_s",), derived=None),
+        Comparable("list", "list", "checkpoints", ("list",), derived=None),
+    ]
+    then = add(ledger, {"tokens_per_s": HUGE, "list": [HUGE - 1, 1]}, probe="checkpoints")
+    entries = diff(table, ledger, [now], [then])
+    assert [e.differs for e in entries] == [False, True]
+    assert entries[0].current_value == "9" * 400
+    for entry in entries:
+        JsonPlusSerializer().dumps_typed(entry)

@@ -7,14 +7,18 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.test_probe_support import train_log_lines
 from tools.parsers import trainlog
+from tools.probes._runner import _jsonable
 
 
 def summarize(tmp_path: Path, content: str | bytes, **kw: Any) -> dict[str, Any]:
@@ -299,3 +303,204 @@ def test_two_values_on_one_line_are_malformed(tmp_path: Path) -> None:
     assert out["malformed_by_reason"] == {"not_json": 1, "not_object": 1}
     assert out["malformed_samples"][1]["line"] == 3
     assert out["records"] == 1
+
+
+# -- one bad record never loses the summary (issue 14, item 9) -----------------------
+
+BIG = "9" * 400  # an integer no float can hold: float(int(BIG)) raises OverflowError
+DEEP = "[" * 2000 + "]" * 2000  # deeper than the stdlib parser's recursion limit
+
+
+@pytest.fixture(params=["orjson", "json"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both block parsers the bundle may run with: orjson where the target has it, the
+    stdlib's json where it does not (the line-by-line path is the stdlib's either way)."""
+    if request.param == "json":
+        monkeypatch.setattr(trainlog, "_block_loads", json.loads)
+        monkeypatch.setattr(trainlog, "DECODER", "json")
+    return str(request.param)
+
+
+def _good(steps: range) -> str:
+    return jsonl([{"step": i, "tok/s": 100.0, "loss": 2.0} for i in steps])
+
+
+def test_huge_integer_is_no_usable_number(tmp_path: Path, decoder: str) -> None:
+    """A 400-digit number where a step, throughput or loss belongs is counted and sampled
+    with its line and field; the record's other numbers and every other record count."""
+    content = (
+        _good(range(3))
+        + '{"step": 3, "tok/s": ' + BIG + ', "loss": 2.0}\n'
+        + '{"step": ' + BIG + ', "tok/s": 100.0, "loss": -' + BIG + "}\n"
+        + _good(range(5, 8))
+    )  # fmt: skip
+    out = summarize(tmp_path, content)
+    assert out["records"] == 8 and out["malformed"] == 0
+    bad = out["unusable_numbers"]
+    assert bad["count"] == 3
+    assert bad["by_field"] == {"loss": 1, "step": 1, "throughput": 1}
+    assert [(s["line"], s["field"]) for s in bad["samples"]] == [
+        (4, "tok/s"),
+        (5, "step"),
+        (5, "loss"),
+    ]
+    assert all("400 digits" in s["reason"] for s in bad["samples"])
+    assert out["steps"]["count"] == 7 and out["steps"]["max"] == 7
+    assert out["throughput"]["count"] == 7 and out["throughput"]["median"] == 100.0
+    assert out["loss"]["count"] == 7 and out["loss"]["max"] == 2.0
+    json.dumps(out, allow_nan=False)  # the fact ships as strict JSON
+
+
+def test_integer_past_the_digit_limit_is_no_usable_number(tmp_path: Path, decoder: str) -> None:
+    """5,000 digits: Python >= 3.11 (and 3.8.14+) refuses to make an int of them. The
+    record still counts, its number is unusable, the same as a shorter huge one."""
+    content = _good(range(2)) + '{"step": 2, "tok/s": ' + "9" * 5000 + "}\n" + _good(range(3, 5))
+    out = summarize(tmp_path, content)
+    assert out["records"] == 5 and out["malformed"] == 0
+    sample = out["unusable_numbers"]["samples"][0]
+    assert (sample["line"], sample["field"]) == (3, "tok/s")
+    assert out["throughput"]["count"] == 4 and out["steps"]["count"] == 5
+
+
+def test_deep_nesting_is_one_bad_line(tmp_path: Path, decoder: str) -> None:
+    """A record nested 2,000 deep (the parser's recursion limit) is one malformed line,
+    in the middle of the log and as its last line alike."""
+    content = (
+        _good(range(3))
+        + '{"step": 3, "x": ' + DEEP + "}\n"
+        + _good(range(4, 6))
+        + '{"step": 6, "x": ' + DEEP + "}"
+    )  # fmt: skip
+    out = summarize(tmp_path, content)
+    assert out["records"] == 5
+    assert out["malformed_by_reason"] == {"too_deep": 2}
+    assert [s["line"] for s in out["malformed_samples"]] == [4, 7]
+    assert out["steps"]["last"] == 5 and out["throughput"]["median"] == 100.0
+    assert not out["cut_last_line"]
+
+
+def test_bad_records_in_every_forked_piece(tmp_path: Path) -> None:
+    """Read in forked pieces, a huge number or a deep record in any piece is handled as
+    when read in one: the same counts, samples and line numbers."""
+    lines = [json.dumps({"step": i, "tok/s": 100.0, "loss": 2.0}) for i in range(30000)]
+    for at in (10, 15000, 29990):
+        lines[at] = f'{{"step": {at}, "tok/s": {BIG}}}'
+        lines[at + 1] = f'{{"step": {at + 1}, "x": {DEEP}}}'
+    p = tmp_path / "train_log.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with io.FileIO(str(p), "r") as f:
+        one = trainlog.summarize(f, workers=1)
+    with io.FileIO(str(p), "r") as f:
+        many = trainlog.summarize(f, workers=3)
+    skip = {"windows", "offset", "window_records"}
+    assert _without(many, skip) == _without(one, skip)
+    assert many["malformed_by_reason"] == {"too_deep": 3}
+    assert [s["line"] for s in many["malformed_samples"]] == [12, 15002, 29992]
+    assert [s["line"] for s in many["unusable_numbers"]["samples"]] == [11, 15001, 29991]
+    assert many["records"] == 29997 and many["throughput"]["count"] == 29994
+
+
+def test_trainer_state_with_bad_content(tmp_path: Path) -> None:
+    """trainer_state.json nested too deep is a fact about the file; one with a huge
+    number keeps its other steps."""
+    p = tmp_path / "trainer_state.json"
+    p.write_text('{"log_history": [{"step": 1, "loss": 1.0, "x": ' + DEEP + "}]}")
+    with io.FileIO(str(p), "r") as f:
+        deep = trainlog.summarize(f)
+    assert deep["malformed_by_reason"] == {"too_deep": 1} and deep["records"] == 0
+    p.write_text(
+        '{"global_step": ' + BIG + ', "log_history": [{"step": 1, "loss": 1' + "0" * 400 + "},"
+        ' {"step": 2, "loss": 1.5}]}'
+    )
+    with io.FileIO(str(p), "r") as f:
+        big = trainlog.summarize(f)
+    assert big["records"] == 2 and big["loss"]["count"] == 1 and big["loss"]["max"] == 1.5
+    assert big["unusable_numbers"]["by_field"] == {"loss": 1}
+    json.dumps(big)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "step " + "9" * 5000 + " loss=1.0 tok/s=100",
+        "step 3 loss=1.0 tok/s=" + "9" * 5000,
+        "step 3 loss=1.0 tok/s=" + BIG,
+        '{"step": 3, "x": ' + DEEP + "}",
+    ],
+    ids=["step-past-digit-limit", "pair-past-digit-limit", "huge-pair", "deep-dict"],
+)
+def test_text_log_with_a_bad_line(tmp_path: Path, bad: str) -> None:
+    """A console log's line with a huge number or a deep dict costs that line's number
+    at most, never the summary."""
+    good = "".join(f"step {i} loss=1.0 tok/s=100\n" for i in range(3))
+    p = tmp_path / "train.log"
+    p.write_text(good + bad + "\n" + good.replace("step ", "step 1"))
+    with io.FileIO(str(p), "r") as f:
+        out = trainlog.summarize(f)
+    assert out["format"] == "text"
+    assert out["throughput"]["median"] == 100.0 and out["steps"]["max"] == 12
+    json.dumps(out, allow_nan=False)
+
+
+def test_deep_first_line_of_an_unnamed_log(tmp_path: Path) -> None:
+    """The format is sniffed from the first lines: a deep one there is not a crash."""
+    p = tmp_path / "log.txt"
+    p.write_text('{"step": 0, "x": ' + DEEP + "}\n" + _good(range(1, 4)))
+    with io.FileIO(str(p), "r") as f:
+        out = trainlog.summarize(f)
+    assert out["format"] == "jsonl" and out["records"] == 3
+    assert out["malformed_by_reason"] == {"too_deep": 1}
+
+
+_SCALARS = st.one_of(
+    st.integers(min_value=-(10**500), max_value=10**500),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.booleans(),
+    st.none(),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["step", "tok/s", "loss", "time", "tokens", "device", "role", "x"])
+
+
+def _json_line(rec: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(rec).encode()  # NaN and Infinity as Python writes them
+    except ValueError:  # an int past the digit limit: written out by hand
+        return b'{"step": ' + b"7" * 5000 + b"}"
+
+
+_LINES = st.one_of(
+    st.dictionaries(_KEYS, _VALUES, max_size=5).map(_json_line),
+    st.integers(1, 3000).map(lambda n: ('{"step": 1, "x": ' + "[" * n + "]" * n + "}").encode()),
+    st.integers(300, 5000).map(lambda n: b'{"step": 2, "tok/s": -' + b"9" * n + b"}"),
+    st.sampled_from([b"NaN", b"Infinity", b'{"loss": -Infinity}', b'{"step": NaN}', b"[1]"]),
+    st.binary(max_size=40),
+    st.text(max_size=40).map(str.encode),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_LINES, max_size=12), sep=st.sampled_from([b"\n", b"\r\n"]))
+def test_any_line_is_a_record_or_damage(lines: list[bytes], sep: bytes) -> None:
+    """Whatever the lines hold (huge ints, deep nesting, NaN/Infinity, bytes that are not
+    UTF-8), the summary never raises, ships as strict JSON, and counts every line once:
+    as a record, a blank line or a malformed one."""
+    clean = [ln.replace(b"\n", b" ").replace(b"\r", b" ") for ln in lines]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "train_log.jsonl"
+        p.write_bytes(b"".join(ln + sep for ln in clean))
+        for block_loads in (trainlog._block_loads, json.loads):
+            saved = trainlog._block_loads
+            trainlog._block_loads = block_loads
+            try:
+                with io.FileIO(str(p), "r") as f:
+                    out = trainlog.summarize(f, workers=1)
+            finally:
+                trainlog._block_loads = saved
+            assert out["records"] + out["blank_lines"] + out["malformed"] == len(clean), out
+            json.dumps(_jsonable(out), allow_nan=False)  # as the probe ships it

@@ -105,3 +105,106 @@ def test_gaps_and_unfinished_saves(tmp_path: Path) -> None:
     assert out["gaps"] == [{"after": 200, "before": 400, "missing_intervals": 1}]
     tmp = [s for s in out["steps"] if s["incomplete"]]
     assert tmp[0]["name"] == "step_600.tmp" and "unfinished save" in tmp[0]["problems"][-1]
+
+
+# -- one bad record never loses the fact (issue 14, item 9) --------------------------
+
+DEEP = "[" * 2000 + "]" * 2000  # deeper than the stdlib parser's recursion limit
+BIG = "9" * 400  # an integer no float can hold
+
+
+def _two_steps(root: Path, name: str, text: str) -> Path:
+    """step_50 with a good record, step_100 holding ``text`` as ``name``."""
+    good = root / "step_50"
+    good.mkdir()
+    (good / "meta.json").write_text(json.dumps({"torch_version": "2.1.0", "tokens_per_s": 100.0}))
+    bad = root / "step_100"
+    bad.mkdir()
+    write_pt(bad / "model.pt")
+    (bad / name).write_text(text)
+    return bad
+
+
+def test_deep_metadata_record_is_a_problem_not_a_failure(tmp_path: Path) -> None:
+    """A meta.json nested 2,000 deep is one checkpoint's problem; the other checkpoint,
+    the step numbers and the saved environment are still the fact."""
+    _two_steps(tmp_path, "meta.json", '{"torch_version": "2.1.0", "x": ' + DEEP + "}")
+    out = collect(tmp_path)
+    assert out["step_numbers"] == [50, 100]
+    old, new = out["steps"]
+    assert old["canonical"] == {"torch": "2.1.0", "tokens_per_s": 100.0}
+    assert "nested too deep" in new["metadata_error"]
+    files = {f["name"]: f for f in new["files"]}
+    assert files["meta.json"]["ok"] is False and "nested too deep" in files["meta.json"]["problem"]
+    assert any("nested too deep" in n for n in new["canonical_notes"])
+    assert out["problems"] == 1
+    # The baseline comes from the newest checkpoint whose record could be read.
+    assert out["recorded"]["torch"] == "2.1.0" and out["recorded_from"]["torch"].startswith(
+        "step_50/"
+    )
+
+
+@pytest.mark.parametrize("name", ["config.json", "trainer_state.json", "env.json"])
+def test_deep_record_files_beside_the_metadata(tmp_path: Path, name: str) -> None:
+    """Any JSON file a checkpoint holds may be nested too deep: a note, never a crash."""
+    bad = _two_steps(tmp_path, name, '{"x": ' + DEEP + "}")
+    (bad / "meta.json").write_text(json.dumps({"torch_version": "2.2.0"}))
+    new = collect(tmp_path)["steps"][-1]
+    assert new["canonical"]["torch"] == "2.2.0"
+    assert any(n.startswith(f"{name}: does not parse") for n in new["canonical_notes"])
+
+
+def test_huge_number_in_metadata_is_not_a_figure(tmp_path: Path) -> None:
+    """A 400-digit tokens_per_s is no usable figure: not recorded, and a note says why;
+    the same record's versions are still read."""
+    _two_steps(tmp_path, "meta.json", '{"torch_version": "2.2.0", "tokens_per_s": ' + BIG + "}")
+    out = collect(tmp_path)
+    new = out["steps"][-1]
+    assert new["canonical"] == {"torch": "2.2.0"}
+    assert "tokens_per_s" in new["not_recorded"]
+    assert any(
+        "meta.json:tokens_per_s" in n and "is not a tokens_per_s value" in n
+        for n in new["canonical_notes"]
+    )
+    # The baseline takes the newest checkpoint's versions, and no figure it cannot use.
+    assert out["recorded"] == {"torch": "2.2.0"}
+
+
+@pytest.mark.parametrize("value", ["Infinity", "1e400"])
+def test_infinite_figures_are_not_recorded(tmp_path: Path, value: str) -> None:
+    """json reads Infinity and 1e400 as inf: no figure either."""
+    _two_steps(tmp_path, "meta.json", '{"torch_version": "2.2.0", "tokens_per_s": ' + value + "}")
+    new = collect(tmp_path)["steps"][-1]
+    assert "tokens_per_s" not in new["canonical"]
+
+
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        ([1, 2], "not a JSON object"),
+        ({"w": {"data_offsets": [0]}}, "data_offsets"),
+        ({"w": {"data_offsets": 7}}, "data_offsets"),
+        ({"w": {"data_offsets": [0, "x"]}}, "data_offsets"),
+    ],
+    ids=["list", "short-offsets", "int-offsets", "text-offset"],
+)
+def test_safetensors_header_of_the_wrong_shape(
+    tmp_path: Path, header: object, problem: str
+) -> None:
+    """A safetensors header that parses but is not what the format says is a problem
+    of that file."""
+    d = tmp_path / "checkpoint-5"
+    d.mkdir()
+    raw = json.dumps(header).encode()
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 8)
+    f = collect(tmp_path)["steps"][0]["files"][0]
+    assert f["ok"] is False and problem in f["problem"]
+
+
+def test_deep_safetensors_header(tmp_path: Path) -> None:
+    d = tmp_path / "checkpoint-5"
+    d.mkdir()
+    raw = DEEP.encode()
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 8)
+    f = collect(tmp_path)["steps"][0]["files"][0]
+    assert f["ok"] is False and "nested too deep" in f["problem"]

@@ -70,11 +70,20 @@ _COLUMN = re.compile(r"[A-Za-z_][\w./\-()\[\]]{0,127}\Z")  # a metric's name
 _TENSOR = re.compile(r"tensor\((" + _NUMBER + r")[,)]")
 
 
+def _int(digits: str) -> int | float:
+    """``digits`` as an int; past Python's digit limit (>= 3.11, 3.8.14+) as the float
+    they are (inf), which no summary takes for a number."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
 def _number(text: str) -> Any:
     """``text`` as an int or float when it is one (``1,234`` too), else ``text``."""
     t = text.strip()
     if t.isdigit():
-        return int(t)
+        return _int(t)
     if t.startswith("tensor("):
         m = _TENSOR.match(t)
         if m:
@@ -136,7 +145,7 @@ def _strip_prefix(line: str) -> tuple[str, dict[str, Any]]:
             break  # neither a rank tag nor a time: the cheap, common case
         m = _RANK.match(rest)
         if m:
-            meta["rank"] = int(m.group(1))
+            meta["rank"] = _int(m.group(1))
             rest = rest[m.end() :]
         m = _STAMP.match(rest)
         if m and "time" not in meta:
@@ -161,6 +170,8 @@ def _dict_line(msg: str) -> dict[str, Any] | None:
         return None
     try:
         d = json.loads(msg)
+    except RecursionError:  # nested deeper than a parser follows: no record
+        return None
     except ValueError:
         try:
             d = ast.literal_eval(msg)
@@ -182,7 +193,7 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
     shape = ""
     m = _TORCHTUNE.match(msg)
     if m:
-        rec = {"step": int(m.group(1))}
+        rec = {"step": _int(m.group(1))}
         for word in m.group(2).split():
             name, sep, value = word.partition(":")
             if sep and name:
@@ -193,7 +204,7 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
         if m:
             if m.group(1) == "Eval":
                 return None, "specforge_eval"
-            rec = {"step": int(m.group(2))}
+            rec = {"step": _int(m.group(2))}
             for part in m.group(3).split(","):
                 name, sep, value = part.partition(":")
                 if sep and name.strip():
@@ -206,7 +217,7 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
         pairs = {p.group("k"): _number(p.group("v")) for p in _PAIR.finditer(msg)}
         lead = _LEAD_STEP.match(msg)
         if lead and "step" not in pairs:
-            pairs = {"step": int(lead.group(1)), **pairs}
+            pairs = {"step": _int(lead.group(1)), **pairs}
         if len(pairs) >= 2:
             rec, shape = pairs, "pairs"
     if rec is None:
@@ -317,5 +328,7 @@ def sniff(path: str, head: bytes, fmt: str | None = None) -> tuple[str, str]:
 def _looks_json(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)
+    except RecursionError:  # an object nested too deep to read is still one
+        return line.startswith(b"{")
     except ValueError:
         return False

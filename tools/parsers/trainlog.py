@@ -14,7 +14,13 @@ in schema, so the step, loss, throughput and time fields are found among common 
 
 Malformed lines are counted by reason, with the first few kept as samples, and never
 stop the summary: binary garbage, a line that is not a JSON object, a line over
-``max_line`` bytes, and a last line cut mid-write are all facts about the log.
+``max_line`` bytes, a record nested deeper than the parser can follow (``too_deep``),
+and a last line cut mid-write are all facts about the log. A number no float can hold
+(a 400-digit integer) where a step, throughput, loss, time or token count belongs is
+no usable number: the record counts, that value does not, and ``unusable_numbers``
+counts and samples it (as it does an infinite or NaN step or time; a non-finite
+throughput or loss is counted as ``nonfinite``). An integer past 2**64 is read as the
+float it is near, as orjson reads it, so the arithmetic never meets a giant int.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import math
 import os
 import pickle
+import sys
 from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -154,6 +161,89 @@ MAX_GROUPS = 64
 PARALLEL_MIN = 64 << 20  # below this a log is read in one process: forking costs more
 SAMPLES = 5  # malformed-line samples, restarts, gaps kept
 SAMPLE_BYTES = 160
+TOO_DEEP = "too_deep"  # a record nested deeper than the parser's recursion limit
+# Roles whose non-finite values are counted as ``nonfinite`` (a NaN loss is a training
+# fact); in the others (step, time, token counts, seconds) an inf or NaN is unusable.
+NONFINITE_COUNTED = ("throughput", "loss")
+_INT_FLOAT = 1 << 64  # past this an int is read as a float (orjson does the same)
+_FLOAT_MAX = int(sys.float_info.max)
+# The message of the ValueError Python (>= 3.11, and 3.8.14+) raises for an int literal
+# past its digit limit (``sys.get_int_max_str_digits``).
+_DIGIT_LIMIT = "integer string conversion"
+
+
+class _LongInt(str):
+    """An integer literal past Python's digit limit, kept as its text: no usable number."""
+
+    __slots__ = ()
+
+
+def _parse_int(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        return _LongInt(text)
+
+
+def _loads(data: bytes | str) -> Any:
+    """``json.loads``, except that an integer past Python's digit limit is read as a
+    ``_LongInt`` instead of failing the whole line (or document). RecursionError (too
+    deep) is the caller's to classify."""
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        if _DIGIT_LIMIT not in str(exc):
+            raise
+    return json.loads(data, parse_int=_parse_int)
+
+
+def _int_digits(v: int) -> str:
+    try:
+        return str(len(str(abs(v))))
+    except ValueError:  # past the digit limit itself
+        return f"about {int(abs(v).bit_length() * 0.30103) + 1}"
+
+
+def _why_unusable(v: Any, finite: bool) -> str | None:
+    """Why ``v`` is no usable number for a role (None: it is one, or not a number)."""
+    t = type(v)
+    if t is int:
+        if -_FLOAT_MAX <= v <= _FLOAT_MAX:
+            return None
+        return f"integer of {_int_digits(v)} digits: beyond the float range"
+    if t is _LongInt:
+        return f"integer of {len(v.lstrip('-+'))} digits: beyond the float range"
+    if t is float and finite and not math.isfinite(v):
+        return f"{v} is not a finite number"
+    return None
+
+
+def _label(v: Any) -> Any:
+    """A series' value as its label shows it (an integer no float holds, by its size)."""
+    return _clip_value(v) if type(v) is int else v
+
+
+def _key_text(v: Any) -> str:
+    """A series' key as text, for a list or object where a device name belongs."""
+    try:
+        return json.dumps(v, sort_keys=True, default=str)
+    except (RecursionError, ValueError):
+        return f"<{type(v).__name__} nested too deep>"
+
+
+def _clip_value(v: Any) -> Any:
+    """A value of a record as a fact: nested values as (the start of) their JSON text,
+    long text cut, an integer no float can hold named instead of written out."""
+    if isinstance(v, (dict, list)):
+        try:
+            return json.dumps(v)[:SAMPLE_BYTES]
+        except (RecursionError, ValueError):
+            return f"<{type(v).__name__} nested too deep to write>"
+    if isinstance(v, str) and len(v) > SAMPLE_BYTES:
+        return json.dumps(v)[:SAMPLE_BYTES]
+    if type(v) is int and _why_unusable(v, False) is not None:
+        return f"<integer of {_int_digits(v)} digits>"
+    return v
 
 
 class _Series:
@@ -615,6 +705,7 @@ class _Summarizer:
         self.shapes: dict[str, int] = {}  # text records by the shape of their line
         self.derived: dict[str, Any] | None = None  # what throughput was derived from
         self.derive_prev: dict[str, tuple[float, float, float | None]] = {}
+        self.derive_offsets: list[int] | None = None
         self.cumulative: bool | None = None
         group = fields.get("group")
         self.fixed_groups = group is not None
@@ -631,6 +722,8 @@ class _Summarizer:
         self.blank = 0
         self.malformed: dict[str, int] = {}
         self.malformed_samples: list[dict[str, Any]] = []
+        self.unusable_count: dict[str, int] = {}  # numbers nobody can compute with, by role
+        self.unusable_samples: list[dict[str, Any]] = []
         self.keys_seen: dict[str, int] = {}
         self.schema_changes: list[dict[str, Any]] = []
         self.alias_cache: dict[tuple[str, tuple[str, ...]], str | None] = {}
@@ -664,20 +757,67 @@ class _Summarizer:
                 }
             )
 
+    def unusable(
+        self, role: str, line: int | None, offset: int | None, field: str, why: str
+    ) -> None:
+        self.unusable_count[role] = self.unusable_count.get(role, 0) + 1
+        if len(self.unusable_samples) < SAMPLES:
+            self.unusable_samples.append(
+                {"line": line, "offset": offset, "field": field, "role": role, "reason": why}
+            )
+
+    def usable(
+        self, role: str, col: list[Any], lines: list[int | None], offsets: list[int] | None
+    ) -> list[Any]:
+        """``col`` without the numbers nobody can compute with: an integer beyond the
+        float range (or past Python's digit limit), and an inf or NaN in the roles
+        outside ``NONFINITE_COUNTED``; each is counted and sampled. An integer past
+        2**64 becomes its float. A sum at C speed proves the common column clean."""
+        types = set(map(type, col))
+        ints = int in types or _LongInt in types
+        finite = role not in NONFINITE_COUNTED
+        if not ints and not (finite and float in types):
+            return col
+        if _LongInt not in types:
+            nums = col if types <= _NUMERIC else [v for v in col if type(v) in _NUMERIC]
+            try:
+                # abs() of every number: no cancelling out, so the sum bounds each one.
+                total = sum(map(abs, nums))
+                if (not ints or total < _INT_FLOAT) and (not finite or math.isfinite(total)):
+                    return col
+            except OverflowError:  # an int no float can hold met a float
+                pass
+        out = list(col)
+        field = self.keys[role] or role
+        for i, v in enumerate(col):
+            why = _why_unusable(v, finite)
+            if why is not None:
+                out[i] = None
+                self.unusable(role, lines[i], offsets[i] if offsets else None, field, why)
+            elif type(v) is int and not -_INT_FLOAT < v < _INT_FLOAT:
+                out[i] = float(v)
+        return out
+
     # -- columns ------------------------------------------------------------------
-    def column(self, role: str, recs: list[dict[str, Any]], lines: list[int | None]) -> list[Any]:
+    def column(
+        self,
+        role: str,
+        recs: list[dict[str, Any]],
+        lines: list[int | None],
+        offsets: list[int] | None = None,
+    ) -> list[Any]:
         key = self.keys[role]
         if role in self.fixed:
             assert key is not None
             if "." in key:
-                return [_lookup(d, key) for d in recs]
-            return [d.get(key) for d in recs]
+                return self.usable(role, [_lookup(d, key) for d in recs], lines, offsets)
+            return self.usable(role, [d.get(key) for d in recs], lines, offsets)
         col: list[Any]
         if key is not None:
             try:
                 # itemgetter through map runs at C speed; a record without the key
                 # raises, and the slower path below finds an alias for it.
-                return list(map(itemgetter(key), recs))
+                return self.usable(role, list(map(itemgetter(key), recs)), lines, offsets)
             except KeyError:
                 col = [d.get(key) for d in recs]
         else:
@@ -708,6 +848,7 @@ class _Summarizer:
                 if scales is None:
                     scales = [self.scale] * len(recs)
                 scales[i] = _scale_of(name)
+        col = self.usable(role, col, lines, offsets)
         if scales is not None:
             # Values read under an alias carry that alias' unit; batch() multiplies by
             # the current scale, so divide it out here.
@@ -716,8 +857,10 @@ class _Summarizer:
             self.scale = new_scale
         return col
 
-    def times(self, recs: list[dict[str, Any]], lines: list[int | None]) -> _Col:
-        raw = self.column("time", recs, lines)
+    def times(
+        self, recs: list[dict[str, Any]], lines: list[int | None], offsets: list[int]
+    ) -> _Col:
+        raw = self.column("time", recs, lines, offsets)
         col = _numbers(raw)
         if col.full:
             if col.vals and col.vals[0] > 1e11:  # type: ignore[operator]  # epoch ms
@@ -755,7 +898,7 @@ class _Summarizer:
                 else:
                     found.append(i)
         except TypeError:  # a list or object where a device name belongs
-            raw = [json.dumps(v, sort_keys=True, default=str) for v in raw]
+            raw = [_key_text(v) for v in raw]
             by_key = {}
             for i, key in enumerate(raw):
                 by_key.setdefault(key, []).append(i)
@@ -765,7 +908,7 @@ class _Summarizer:
             label = labels.get(key)
             if label is None:
                 vals = key if len(keys) > 1 else (key,)
-                label = ",".join(f"{k}={x}" for k, x in zip(keys, vals))
+                label = ",".join(f"{k}={_label(x)}" for k, x in zip(keys, vals))
                 # Past MAX_GROUPS, further series share one bucket: memory stays bounded.
                 if len(set(labels.values())) >= MAX_GROUPS:
                     label = "other"
@@ -788,12 +931,12 @@ class _Summarizer:
                 for k in d:
                     self.keys_seen[k] = self.keys_seen.get(k, 0) + 1
         self.last_records.extend(recs[-3:])
-        steps = _numbers(self.column("step", recs, lines))
-        toks = _numbers(self.column("throughput", recs, lines))
+        steps = _numbers(self.column("step", recs, lines, offsets))
+        toks = _numbers(self.column("throughput", recs, lines, offsets))
         if self.scale != 1.0:
             toks = _Col([v * self.scale if v is not None else None for v in toks.vals], toks.full)
-        losses = _numbers(self.column("loss", recs, lines))
-        times = self.times(recs, lines)
+        losses = _numbers(self.column("loss", recs, lines, offsets))
+        times = self.times(recs, lines, offsets)
         groups = self.partition(recs)
         if (
             "throughput" not in self.fixed
@@ -801,6 +944,7 @@ class _Summarizer:
             and toks.vals.count(None) == n
             and (self.keys["throughput"] is None or self.derived is not None)
         ):
+            self.derive_offsets = offsets
             derived = self.derive(recs, lines, steps, times, groups)
             if derived is not None:
                 toks = derived
@@ -843,14 +987,14 @@ class _Summarizer:
         """Tokens/s from a token count and seconds, per series, when no field holds it:
         a running total over the time between records, or one step's tokens over its
         step time (else over the time since the record before, times the steps between)."""
-        tokens = _numbers(self.column("tokens", recs, lines))
+        tokens = _numbers(self.column("tokens", recs, lines, self.derive_offsets))
         if tokens.vals.count(None) == len(recs):
             return None
-        step_time = _numbers(self.column("step_time", recs, lines))
+        step_time = _numbers(self.column("step_time", recs, lines, self.derive_offsets))
         clock = times
         clock_name = self.keys["time"]
         if not times.vals or times.vals.count(None) == len(recs):
-            clock = _numbers(self.column("elapsed", recs, lines))
+            clock = _numbers(self.column("elapsed", recs, lines, self.derive_offsets))
             clock_name = self.keys["elapsed"]
         name = self.keys["tokens"] or ""
         if self.cumulative is None:
@@ -1017,7 +1161,13 @@ class _Summarizer:
             if d.get(key) is not None:
                 d[key] = None if delta is None else d[key] + delta
 
-        for d in self.malformed_samples + self.schema_changes + self.windows + self.other_samples:
+        for d in (
+            self.malformed_samples
+            + self.unusable_samples
+            + self.schema_changes
+            + self.windows
+            + self.other_samples
+        ):
             move(d)
             move(d, "first_line")
         if self.win.first_line is not None:
@@ -1055,6 +1205,9 @@ class _Summarizer:
         for k, v in other.malformed.items():
             self.malformed[k] = self.malformed.get(k, 0) + v
         self.malformed_samples = (self.malformed_samples + other.malformed_samples)[:SAMPLES]
+        for k, v in other.unusable_count.items():
+            self.unusable_count[k] = self.unusable_count.get(k, 0) + v
+        self.unusable_samples = (self.unusable_samples + other.unusable_samples)[:SAMPLES]
         for k, v in other.keys_seen.items():
             if k in self.keys_seen or len(self.keys_seen) < 64:
                 self.keys_seen[k] = self.keys_seen.get(k, 0) + v
@@ -1120,7 +1273,7 @@ class _Summarizer:
                 # JSON), and two values on one line make the count differ: either way
                 # the block goes down the slow path, line by line.
                 parsed = _block_loads(b"[" + data.replace(b"\n", b",") + b"]")
-            except ValueError:
+            except (ValueError, RecursionError):  # the stdlib's json on a deep record
                 parsed = None
             if (
                 parsed is not None
@@ -1175,9 +1328,13 @@ class _Summarizer:
             return True
         if not overlong:
             try:
-                d = json.loads(data)
+                d = _loads(data)
             except ValueError:
                 d = None
+            except RecursionError:
+                # Too deep to follow: no sign of a cut, and no record either.
+                self.bad(TOO_DEEP, line, offset, data)
+                return True
         if not isinstance(d, dict):
             self.bad("cut_last_line", line, offset, data)
             return False
@@ -1231,7 +1388,10 @@ class _Summarizer:
         if self.fmt != "jsonl":
             return self.parse_other(raw, line, offset)
         try:
-            d = json.loads(raw)
+            d = _loads(raw)
+        except RecursionError:
+            self.bad(TOO_DEEP, line, offset, raw)
+            return None
         except ValueError:
             # Both invalid UTF-8 and invalid JSON land here; binary garbage is the former
             # (or has NULs), which says something different about the disk than a typo.
@@ -1337,6 +1497,14 @@ class _Summarizer:
             "malformed": sum(self.malformed.values()),
             "malformed_by_reason": dict(sorted(self.malformed.items())),
             "malformed_samples": self.malformed_samples,
+            "unusable_numbers": {
+                "count": sum(self.unusable_count.values()),
+                "by_field": dict(sorted(self.unusable_count.items())),
+                "samples": sorted(
+                    self.unusable_samples,
+                    key=lambda d: (d["line"] is None, d["line"] or 0, d["offset"] or 0),
+                ),
+            },
             "fields": dict(self.keys),
             "group_fields": list(self.group_keys or ()),
             "throughput_scale": self.scale,
@@ -1437,13 +1605,7 @@ def _merge_steps(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _clip_record(d: dict[str, Any]) -> dict[str, Any]:
     """A last record as a fact, without letting one huge field bloat the summary."""
-    out: dict[str, Any] = {}
-    for k in list(d)[:32]:
-        v = d[k]
-        if isinstance(v, (dict, list)) or (isinstance(v, str) and len(v) > SAMPLE_BYTES):
-            v = json.dumps(v)[:SAMPLE_BYTES]
-        out[str(k)[:64]] = v
-    return out
+    return {str(k)[:64]: _clip_value(d[k]) for k in list(d)[:32]}
 
 
 class _Piece(NamedTuple):
@@ -1532,7 +1694,11 @@ def _scan_forked(
             try:
                 os.close(rfd)
                 # A file of its own: forked processes share a descriptor's offset.
-                name = f.name if isinstance(f.name, str) else f"/proc/self/fd/{f.name}"
+                # The very file the parent checked (a regular one), not whatever the path
+                # names now: /proc/self/fd where there is one.
+                name = f"/proc/self/fd/{f.fileno()}"
+                if not os.path.exists(name):
+                    name = f.name if isinstance(f.name, str) else name
                 with io.FileIO(name, "r") as own:
                     data = pickle.dumps(_scan(own, [piece], new(), max_line), protocol=4)
                 view = memoryview(data)
@@ -1594,7 +1760,9 @@ def _trainer_state(
         problem = "too_large"
     else:
         try:
-            steps, summaries, evals, state = logformats.trainer_state_records(json.loads(data))
+            steps, summaries, evals, state = logformats.trainer_state_records(_loads(data))
+        except RecursionError:
+            problem = TOO_DEEP
         except json.JSONDecodeError as exc:
             # Ends inside the document: written only in part (a copy or a save cut off).
             at_end = exc.pos >= len(data.rstrip()) or exc.msg.startswith("Unterminated string")
@@ -1608,7 +1776,7 @@ def _trainer_state(
     summ.batch(steps, [None] * len(steps), [0] * len(steps))
     out = summ.result()
     out["schema"]["why"]["format"] = "a JSON document with a log_history (Trainer's state)"
-    out["trainer_state"] = state
+    out["trainer_state"] = {k: _clip_value(v) for k, v in state.items()}
     out["run_summaries"] = [_clip_record(d) for d in summaries[-SAMPLES:]]
     out["eval_records"] = evals
     out["size"] = size

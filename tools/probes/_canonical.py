@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import pickletools
 import re
@@ -177,14 +178,41 @@ def _lookup(record: dict[str, Any], dotted: str) -> Any:
     return value
 
 
+NUMBER_QUANTITIES = ("dataset_size", "tokens_per_s")
+
+
+def _figure(value: Any) -> bool:
+    """Whether ``value`` is a number a float holds, finite: a 400-digit integer, an
+    inf or a NaN is no figure a claim can compare (``_usable`` leaves it out)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past the float range
+        return False
+
+
+def _show(value: Any) -> str:
+    """``value`` for a note: its repr, cut; an integer no float holds by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and not _figure(value):
+        try:
+            return f"<an integer of {len(str(abs(value)))} digits>"
+        except ValueError:  # past Python's digit limit for str()
+            return f"<an integer of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"<a {type(value).__name__} nested too deep>"
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _usable(quantity: str, value: Any) -> Any:
     """``value`` as the quantity's canonical value, or None when it is not one. A version
     is the first word that is one: ``"3.11.7 (main, …)"``, wandb's ``"CPython 3.11.7"``."""
     if quantity == "config":
         return value if isinstance(value, dict) and value else None
-    if quantity in ("dataset_size", "tokens_per_s"):
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return value if number and value >= 0 else None
+    if quantity in NUMBER_QUANTITIES:
+        return value if _figure(value) and value >= 0 else None
     if not isinstance(value, str):
         return None
     if quantity == "dtype":
@@ -209,10 +237,16 @@ def from_record(record: Any, source: str, key_map: dict[str, str], notes: list[s
             if usable is not None:
                 found[quantity] = (usable, key)
                 break
-            if key == mapped or (quantity in VERSION_QUANTITIES and isinstance(value, str)):
-                # Something is recorded under a version's name but is no version: say so,
-                # since a drift check would otherwise skip it without a word.
-                notes.append(f"{source}:{key} = {value!r} is not a {quantity} value")
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if (
+                key == mapped
+                or (quantity in VERSION_QUANTITIES and isinstance(value, str))
+                or (quantity in NUMBER_QUANTITIES and number)
+            ):
+                # Something is recorded under a version's name but is no version (or a
+                # figure that no float holds): say so, since a drift check or a ratio
+                # would otherwise skip it without a word.
+                notes.append(f"{source}:{key} = {_show(value)} is not a {quantity} value")
     if "trainer_state" in source:
         _trainer_state(record, found)
     return {q: (v, f"{source}:{k}") for q, (v, k) in found.items()}
@@ -405,6 +439,8 @@ def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> F
         notes.append(f"{source}: unreadable ({exc.strerror or exc})")
     except ValueError as exc:
         notes.append(f"{source}: does not parse ({str(exc)[:120]})")
+    except RecursionError:
+        notes.append(f"{source}: does not parse (nested too deep for a JSON parser)")
     return {}
 
 

@@ -42,6 +42,7 @@ TIMEOUT = 120.0
 
 METADATA_NAMES = ("metadata.json", "meta.json", "checkpoint_meta.json", "trainer_state.json")
 METADATA_MAX = 1 << 20  # bytes of a metadata record read; a larger one is a fact
+TOO_DEEP = "nested too deep for a JSON parser"  # RecursionError: a fact, not a failure
 VALUE_MAX = 64 << 10  # bytes of metadata shipped back
 
 
@@ -203,6 +204,8 @@ def check_file(path: str, name: str, deep: bool) -> FileCheck:
         out.update({"ok": False, "problem": f"unreadable: {_refused(exc, path).reason}"})
     except ValueError as exc:
         out.update({"ok": False, "problem": f"does not parse: {str(exc)[:200]}"})
+    except RecursionError:
+        out.update({"ok": False, "problem": f"does not parse: {TOO_DEEP}"})
     return out
 
 
@@ -265,10 +268,18 @@ def _check_safetensors(path: str, size: int, out: FileCheck) -> None:
             out.update({"ok": False, "problem": f"header length {n} past the end of the file"})
             return
         header = json.loads(f.read(n))
+    if not isinstance(header, dict):
+        out.update({"ok": False, "problem": "header is not a JSON object"})
+        return
     end = 0
     for k, v in header.items():
         if k != "__metadata__" and isinstance(v, dict):
-            end = max(end, int(v.get("data_offsets", [0, 0])[1]))
+            try:
+                end = max(end, int(v.get("data_offsets", [0, 0])[1]))
+            except (TypeError, ValueError, IndexError, KeyError):
+                problem = f"tensor {str(k)[:60]!r}: data_offsets is not [begin, end]"
+                out.update({"ok": False, "problem": problem})
+                return
     if 8 + n + end > size:
         out.update(
             {
@@ -281,17 +292,22 @@ def _check_safetensors(path: str, size: int, out: FileCheck) -> None:
 
 
 def _clip(value: Any) -> Any:
-    """The metadata record as a fact, cut to its scalar top level when it is huge."""
-    text = json.dumps(value, default=str)
-    if len(text) <= VALUE_MAX:
+    """The metadata record as a fact, cut to its scalar top level when it is huge (or
+    nested too deep to write out again)."""
+    try:
+        text = json.dumps(value, default=str)
+        size = f"record of {len(text)} bytes"
+    except (RecursionError, ValueError):
+        text, size = "", f"record {TOO_DEEP} to write"
+    if text and len(text) <= VALUE_MAX:
         return value
     if isinstance(value, dict):
         small = {
             k: v for k, v in value.items() if isinstance(v, (str, int, float, bool)) or v is None
         }
-        small["_clipped"] = f"record of {len(text)} bytes; nested values left out"
+        small["_clipped"] = f"{size}; nested values left out"
         return small
-    return {"_clipped": f"record of {len(text)} bytes"}
+    return {"_clipped": size}
 
 
 def read_metadata(d: str, names: list[str], entry: StepDir) -> None:
@@ -310,6 +326,8 @@ def read_metadata(d: str, names: list[str], entry: StepDir) -> None:
             entry["metadata_error"] = f"unreadable: {_refused(exc, p).reason}"
         except ValueError as exc:
             entry["metadata_error"] = f"does not parse (truncated?): {str(exc)[:200]}"
+        except RecursionError:
+            entry["metadata_error"] = f"does not parse: {TOO_DEEP}"
         return
     entry["metadata_file"] = None
 
