@@ -142,7 +142,7 @@ def test_a_special_file_named_as_input_is_refused_without_reading_it(
     kind: str, fifo: Path, tmp_path: Path
 ) -> None:
     path = {"fifo": fifo, "/dev/zero": Path("/dev/zero"), "directory": tmp_path}[kind]
-    what = {"fifo": "is a FIFO", "/dev/zero": "is a character device", "directory": ""}[kind]
+    what = {"fifo": "a FIFO", "/dev/zero": "a character device", "directory": ""}[kind]
     one_line(run("replay", str(path), tmp=tmp_path), str(path), "cannot read transcript", what)
     one_line(run("report", str(path), tmp=tmp_path), str(path), "cannot read transcript", what)
     if kind != "directory":
