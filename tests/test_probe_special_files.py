@@ -4,7 +4,7 @@ the probe returns at once with its other facts, its memory small (issue 14, item
 
 Every probe runs in a child process under an address-space limit, so a probe that reads
 /dev/zero to its end fails with MemoryError instead of taking the machine; the child
-reports its own peak RSS and a FIFO that blocks it is a timeout here, not a hung suite.
+reports its own peak RSS (VmHWM) and a FIFO that blocks it is a timeout here, not a hung suite.
 """
 
 from __future__ import annotations
@@ -46,9 +46,13 @@ from tools.probes._common import Context
 args = json.loads(sys.argv[1])
 started = time.monotonic()
 """
+# The child's own peak: VmHWM belongs to the address space exec() made. ru_maxrss does
+# not do here: Linux carries it across exec, so a child of a test worker that imported
+# torch would report the worker's 600 MB as its own.
 EPILOGUE = """
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"result": result, "elapsed": time.monotonic() - started,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}, default=str))
+                  "maxrss_kb": hwm}, default=str))
 """
 
 
@@ -273,7 +277,7 @@ def test_facts_on_a_workspace_full_of_special_files() -> None:
         started = time.monotonic()
         proc = subprocess.run(
             [
-                str(ROOT / ".venv" / "bin" / "dflash-doctor"),
+                str(Path(sys.executable).with_name("dflash-doctor")),
                 "facts",
                 "--target",
                 "local",
