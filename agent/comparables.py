@@ -14,6 +14,7 @@ from agent.baseline import Comparable
 from agent.claims import MISSING, resolve
 from agent.facts import Fact, Ledger, latest, observed
 from agent.throughput import subject, throughput_comparables
+from tools.probes.checkpoints import records_a_finished_save
 
 # What the newest finished checkpoint (or a saved environment file) records, as the
 # canonical quantities tools/probes/_canonical.py reads from any trainer's records.
@@ -173,9 +174,7 @@ def checkpoint_before(checkpoints: Fact | None, step: float) -> str | None:
         s
         for s in steps
         if isinstance(s, dict)
-        and s.get("canonical")
-        and not s.get("incomplete")
-        and not s.get("metadata_error")
+        and records_a_finished_save(s)
         and isinstance(s.get("step"), int | float)
     ]
     if not finished or finished[-1]["step"] <= step:

@@ -114,6 +114,17 @@ def checkpoint(root: Path, name: str, record: dict[str, object]) -> None:
     (d / "meta.json").write_text(json.dumps(record))
 
 
+def probed(root: Path, ledger: Ledger) -> tuple[Fact, Fact]:
+    """The real checkpoints probe over ``root/checkpoints``, and the dataset probe over
+    144 prompts of 64 characters written beside it."""
+    ckpt_value: Any = checkpoints.collect({"path": str(root / "checkpoints")}, Context())
+    ckpt = ledger.append(Fact(probe="checkpoints", target="local", value=ckpt_value))
+    data = root / "prompts.jsonl"
+    data.write_text("".join(json.dumps({"p": "x" * 64}) + "\n" for _ in range(144)))
+    data_value: Any = dataset.collect({"paths": [str(data)]}, Context())
+    return ckpt, ledger.append(Fact(probe="dataset", target="local", value=data_value))
+
+
 def test_the_derived_baseline_is_the_last_checkpoint_before_the_drop(tmp_path: Path) -> None:
     """Checkpoints at 600 (128 prompts) and 900 (144, written while already slow): the
     diff reads step 600's record, and the churn's timing claim on it holds."""
@@ -121,12 +132,7 @@ def test_the_derived_baseline_is_the_last_checkpoint_before_the_drop(tmp_path: P
     log, drop = the_drop(tmp_path, ledger)
     checkpoint(tmp_path, "epoch_0_step_600", {"dataset_size": 128})
     checkpoint(tmp_path, "epoch_0_step_900", {"dataset_size": 144})
-    ckpt_value: Any = checkpoints.collect({"path": str(tmp_path / "checkpoints")}, Context())
-    ckpt = ledger.append(Fact(probe="checkpoints", target="local", value=ckpt_value))
-    data = tmp_path / "prompts.jsonl"
-    data.write_text("".join(json.dumps({"p": "x" * 64}) + "\n" for _ in range(144)))
-    data_value: Any = dataset.collect({"paths": [str(data)]}, Context())
-    now = ledger.append(Fact(probe="dataset", target="local", value=data_value))
+    ckpt, now = probed(tmp_path, ledger)
     ids = [log.id, ckpt.id, now.id]
 
     def diffed(before: float | None) -> tuple[DiffEntry, list[Hypothesis]]:
@@ -160,12 +166,7 @@ def test_shape_churn_is_not_shown_by_more_prompts_alone(tmp_path: Path) -> None:
     prompt was: new lengths are not shown, so the churn stays open, never verified."""
     ledger = Ledger()
     checkpoint(tmp_path, "epoch_0_step_690", {"dataset_size": 128})
-    ckpt_value: Any = checkpoints.collect({"path": str(tmp_path / "checkpoints")}, Context())
-    ckpt = ledger.append(Fact(probe="checkpoints", target="local", value=ckpt_value))
-    data = tmp_path / "prompts.jsonl"
-    data.write_text("".join(json.dumps({"p": "x" * 64}) + "\n" for _ in range(144)))
-    data_value: Any = dataset.collect({"paths": [str(data)]}, Context())
-    now = ledger.append(Fact(probe="dataset", target="local", value=data_value))
+    ckpt, now = probed(tmp_path, ledger)
     ids = [ckpt.id, now.id]
     entries = diff(comparables(ledger, ids), ledger, ids, None)
     (hyp,) = DatasetShapeChurn().propose(Evidence(ledger, ids, entries))

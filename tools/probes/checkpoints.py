@@ -24,6 +24,7 @@ import os
 import stat
 import struct
 import zipfile
+from collections.abc import Mapping
 from typing import Any
 
 from . import _canonical, _steps, layout
@@ -145,6 +146,17 @@ def saved_environment(
     return out
 
 
+def records_a_finished_save(step: Mapping[str, Any]) -> bool:
+    """A step entry whose save finished and whose records were read: what the derived
+    baseline may come from (here, and in the controller's choice of the checkpoint before
+    a drop, ``agent.comparables.checkpoint_before``)."""
+    return (
+        bool(step.get("canonical"))
+        and not step.get("incomplete")
+        and not step.get("metadata_error")
+    )
+
+
 def recorded(
     steps: list[StepDir], environment: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -153,11 +165,7 @@ def recorded(
     save beside a git hash from another would describe no run at all."""
     values: dict[str, Any] = {}
     origin: dict[str, str] = {}
-    finished = [
-        s
-        for s in steps
-        if s.get("canonical") and not s.get("incomplete") and not s.get("metadata_error")
-    ]
+    finished = [s for s in steps if records_a_finished_save(s)]
     if finished:
         newest = finished[-1]
         for quantity, value in newest["canonical"].items():
