@@ -87,10 +87,9 @@ def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
     """What the run did over time, each symptom with the claims it was checked by."""
     lines: list[Line] = []
     for s in state.symptoms:
-        if s.status == "verified":
+        # A refuted steady claim has its own headline (which way the last quarter went).
+        if s.status == "verified" or (s.kind == "throughput_steady" and s.status == "refuted"):
             head = s.headline()
-        elif s.kind == "throughput_steady" and s.status == "refuted":
-            head = f"{s.series} is not steady, and no change point was sustained enough to place"
         else:
             head = f"{s.headline()}: {s.status}"
         lines.append(

@@ -97,6 +97,11 @@ class Symptom(BaseModel):
     ratio: float | None = None
     explained_by: tuple[str, ...] = ()
 
+    def unsteady(self) -> str:
+        """For a refuted steady claim, which way the last quarter moved: a climb once
+        compiling is done is a healthy run's, a slowdown is a symptom."""
+        return _unsteady_word(self.verdicts)
+
     def headline(self) -> str:
         """The symptom in a few words, from its own numbers."""
         where = f" at step {_num(self.step)}" if self.step is not None else ""
@@ -105,8 +110,25 @@ class Symptom(BaseModel):
         if self.kind == "throughput_rise":
             return f"{self.series} rose to {self.ratio:.2f}×{where}"
         if self.kind == "throughput_steady":
+            if self.status == "refuted":
+                return (
+                    f"{self.series} {self.unsteady()} in its last quarter, with no change"
+                    " point sustained enough to place"
+                )
             return f"{self.series} is steady"
         return f"the run restarted{where}"
+
+
+def _unsteady_word(verdicts: Sequence[Verdict]) -> str:
+    """Which way a refuted steady claim went: its first claim is "the last quarter is
+    not below 0.8× the whole", its second "below 1.25×" (``find``)."""
+    fell = bool(verdicts) and verdicts[0].outcome == "fails"
+    rose = len(verdicts) > 1 and verdicts[1].outcome == "fails"
+    if fell and not rose:
+        return "slowed"
+    if rose and not fell:
+        return "climbed"
+    return "was not steady"
 
 
 def _num(value: float | None) -> str:

@@ -97,16 +97,19 @@ def short_log(path: Path, speeds: list[float]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("speeds", "status"),
+    ("speeds", "status", "headline"),
     [
         # Thirty steps, the first ones slower while shapes compile: steady.
-        ([2000.0] * 3 + [3000.0, 3100.0, 2950.0, 3050.0] * 7, "verified"),
+        ([2000.0] * 3 + [3000.0, 3100.0, 2950.0, 3050.0] * 7, "verified", "is steady"),
         # Five steps, the last two at a third: too few for a change point, not steady.
-        ([3000.0, 3100.0, 2950.0, 1000.0, 1000.0], "refuted"),
+        ([3000.0, 3100.0, 2950.0, 1000.0, 1000.0], "refuted", "slowed in its last quarter"),
+        # Five steps, the last two three times faster (compiling finished late on a
+        # loaded machine): not steady either, and the report says which way it went.
+        ([1000.0, 1050.0, 990.0, 3000.0, 3100.0], "refuted", "climbed in its last quarter"),
     ],
 )
 def test_a_short_run_gets_a_steady_claim_measured_against_the_whole_log(
-    tmp_path: Path, speeds: list[float], status: str
+    tmp_path: Path, speeds: list[float], status: str, headline: str
 ) -> None:
     """Few windows are enough for a steady claim (the last quarter against the whole log),
     and a slow start is not a symptom, while a crawl at the end still is."""
@@ -115,6 +118,7 @@ def test_a_short_run_gets_a_steady_claim_measured_against_the_whole_log(
     fact = fact_of(tmp_path / "log.jsonl", ledger)
     subject = [s for s in check_all(find(fact), ledger) if s.subject]
     assert [(s.kind, s.status) for s in subject] == [("throughput_steady", status)], subject
+    assert headline in subject[0].headline(), subject[0].headline()
 
 
 def test_a_steady_run_is_said_to_be_steady(tmp_path: Path) -> None:
