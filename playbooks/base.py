@@ -35,6 +35,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_process
 from playbooks.remote import ApplyError, Remote
 from tools.parsers import stdoutlog
 from tools.parsers.trainlog import summarize
@@ -72,6 +73,9 @@ class FixPlan(BaseModel):
     changes: list[FileChange] = Field(default_factory=list)
     preconditions: dict[str, str | None] = Field(default_factory=dict)
     diff: str = ""
+    # The apply this plan recovers (its journal's id): a plan that undoes an interrupted
+    # apply instead of making a fix (``playbooks.journal``).
+    recovers: str = ""
     digest: str = ""  # the approval is bound to this: the plan and the facts it was made from
 
 
@@ -118,6 +122,14 @@ class TrainerSite:
         """The doctor's own record of the trainer it started (never the trainer's pid
         file: a trainer may refuse to start while its pid file names a live process)."""
         return f"{self.state_dir}/started.pid"
+
+    @property
+    def journal_file(self) -> str:
+        return f"{self.state_dir}/apply.journal"
+
+    @property
+    def lock_file(self) -> str:
+        return f"{self.state_dir}/apply.lock"
 
     @property
     def start_dir(self) -> str:
@@ -189,9 +201,22 @@ class Transaction:
     sleep: Callable[[float], None] = time.sleep
     events: list[str] = field(default_factory=list)
 
+    # A lock untouched this long whose owner cannot be checked is stale (journal.stale).
+    lease: float = LEASE_S
+    owner: Owner = field(default_factory=this_process)
+
+    def __post_init__(self) -> None:
+        # Every write of this transaction stays under the trainer's workspace.
+        self.remote = self.remote.confined(self.site.workspace)
+        self.journal = Journal(self.remote, self.site.journal_file)
+
     # -- 1. plan ------------------------------------------------------------------
 
     def plan(self) -> FixPlan:
+        entry = self.journal.read()
+        if interrupted(entry):
+            assert entry is not None
+            return self._recovery_plan(entry)
         changes = self.playbook.changes(self.site, self.remote)
         launch = f"the launch file {self.site.launch_file}"
         if self.site.launch_source:
@@ -222,7 +247,7 @@ class Transaction:
     # -- 3..6 ---------------------------------------------------------------------
 
     def apply(self, plan: FixPlan) -> FixOutcome:
-        if not plan.changes:
+        if not plan.changes and not plan.recovers:
             return FixOutcome(
                 playbook=plan.playbook,
                 status="already_applied",
@@ -230,8 +255,8 @@ class Transaction:
             )
         # Lock first, then re-check: what is checked is what stays true until the apply
         # is done, since every apply on this target goes through the same lock.
-        lock = f"{self.site.state_dir}/apply.lock"
-        owner = json.dumps({"playbook": plan.playbook, "since": self.clock()})
+        lock = self.site.lock_file
+        owner = self.owner.record(playbook=plan.playbook, since=self.clock())
         locked, holder = self._acquire(lock, owner)
         if not locked:
             return FixOutcome(
@@ -240,6 +265,17 @@ class Transaction:
                 detail=f"another apply holds {lock} (waited {self.lock_wait:g}s): {holder}",
             )
         try:
+            entry = self.journal.read()
+            if plan.recovers:
+                return self._recover(plan, entry)
+            if interrupted(entry):
+                assert entry is not None
+                return FixOutcome(
+                    playbook=plan.playbook,
+                    status="aborted",
+                    detail=f"an interrupted apply ({_entry_words(entry)}) must be recovered "
+                    "first: plan again, and the plan is its recovery",
+                )
             refused = self._recheck(plan)
             return refused if refused is not None else self._apply_locked(plan)
         finally:
@@ -248,9 +284,18 @@ class Transaction:
     def _acquire(self, lock: str, owner: str) -> tuple[bool, str]:
         deadline = self.clock() + self.lock_wait
         while True:
-            locked, holder = self.remote.lock(lock, owner)
-            if locked or self.clock() >= deadline:
-                return locked, holder
+            locked, holder, age = self.remote.try_lock(lock, owner)
+            if locked:
+                return True, holder
+            why = stale(holder, age, self.lease)
+            if why is not None:
+                # A dead owner's lock is broken, not waited on; its apply, if it got
+                # as far as changing anything, is in the journal.
+                self.remote.break_lock(lock)
+                self.events.append(f"broke the stale lock {lock} ({why}): {holder}")
+                continue
+            if self.clock() >= deadline:
+                return False, holder
             self.events.append(f"waiting for {lock}: {holder}")
             self.sleep(min(1.0, max(0.0, deadline - self.clock())))
 
@@ -300,32 +345,149 @@ class Transaction:
 
     def _apply_locked(self, plan: FixPlan) -> FixOutcome:
         try:
-            backups = self._backup(plan)
+            backups, rows = self._backup(plan)
         except ApplyError as exc:
             return FixOutcome(
                 playbook=plan.playbook,
                 status="aborted",
                 detail=f"could not back up before changing anything: {exc}",
             )
+        self.journal.begin(
+            apply=hashlib.sha256(f"{plan.digest}{self.clock()}{self.owner}".encode()).hexdigest()[
+                :16
+            ],
+            playbook=plan.playbook,
+            hypothesis=plan.hypothesis,
+            owner=json.loads(self.owner.record()),
+            at=self.clock(),
+            backups=rows,
+        )
+        self.journal.step("backed_up")
         was_running = self._running()
+        self.journal.step("writing", was_running=was_running, restart=self.site.argv_before())
         observations: dict[str, float | int | str | None] = {}
         try:
             for change in plan.changes:
-                self.remote.write(change.path, change.after.encode())
+                self.remote.write(change.path, change.after.encode(), follow_link=True)
             observations = self._restart_and_observe(was_running)
             ok, why = self._verdict(observations)
         except ApplyError as exc:
             ok, why = False, str(exc)
         if ok:
+            self.journal.step("applied")
             return FixOutcome(
                 playbook=plan.playbook, status="applied", detail=why, observations=observations
             )
+        self.journal.step("rolling_back", why=why)
         restored = self._rollback(backups, was_running)
+        self.journal.step("rolled_back")
         return FixOutcome(
             playbook=plan.playbook,
             status="rolled_back",
             detail=f"{why}; {restored}",
             observations=observations,
+        )
+
+    # -- recovery of an interrupted apply (playbooks.journal) -----------------------
+
+    def _recovery_plan(self, entry: dict[str, Any]) -> FixPlan:
+        backups = self._journaled_backups(entry)
+        changes = []
+        for path, data in backups.items():
+            now = self.remote.sha256(path)
+            before = self.remote.read(path).decode(errors="replace") if now else ""
+            after = "" if data is None else data.decode(errors="replace")
+            if data is not None and now == hashlib.sha256(data).hexdigest():
+                continue
+            if data is None and not now:
+                continue
+            changes.append(
+                FileChange(
+                    path=path,
+                    before_sha256=now,
+                    after=after,
+                    diff=unified(path, before, after),
+                    why="back to its backup, byte-identical"
+                    if data is not None
+                    else "created by the interrupted apply: removed",
+                )
+            )
+        steps = [f"recover the interrupted apply ({_entry_words(entry)})"]
+        steps += [f"restore {c.path}: {c.why}" for c in changes] or [
+            "its files are already as they were before it"
+        ]
+        if isinstance(entry.get("started_pid"), int):
+            steps.append(
+                f"stop the trainer it started (process {entry['started_pid']}) if it still runs"
+            )
+        if entry.get("was_running") is not None:
+            steps.append("start the trainer as before, unless it runs")
+        return FixPlan(
+            playbook=str(entry.get("playbook") or self.playbook.name),
+            hypothesis=str(entry.get("hypothesis") or self.playbook.answers),
+            steps=steps,
+            changes=changes,
+            preconditions={c.path: c.before_sha256 for c in changes},
+            diff="".join(c.diff for c in changes),
+            recovers=str(entry.get("apply") or "unnamed"),
+        )
+
+    def _journaled_backups(self, entry: dict[str, Any]) -> dict[str, bytes | None]:
+        """Each file the interrupted apply backed up, with its bytes from the backup
+        (checked against the sha256 journaled with it), or None for one it created."""
+        out: dict[str, bytes | None] = {}
+        rows = entry.get("backups")
+        for row in rows if isinstance(rows, list) else []:
+            if not isinstance(row, dict) or not isinstance(row.get("path"), str):
+                raise ApplyError(f"the apply journal {self.site.journal_file} names a bad backup")
+            if row.get("created"):
+                out[row["path"]] = None
+                continue
+            data = self.remote.read(str(row.get("backup")))
+            if hashlib.sha256(data).hexdigest() != row.get("sha256"):
+                raise ApplyError(
+                    f"the backup {row.get('backup')} of {row['path']} no longer has the "
+                    "sha256 the journal recorded: not restoring from it"
+                )
+            out[row["path"]] = data
+        return out
+
+    def _recover(self, plan: FixPlan, entry: dict[str, Any] | None) -> FixOutcome:
+        if not interrupted(entry) or entry is None or entry.get("apply") != plan.recovers:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail="the target changed since the recovery was approved: the interrupted "
+                "apply it recovers is no longer the journal's",
+            )
+        now = {c.path: self.remote.sha256(c.path) for c in plan.changes}
+        drifted = [p for p, sha in now.items() if plan.preconditions.get(p) != sha]
+        if drifted:
+            return FixOutcome(
+                playbook=plan.playbook,
+                status="aborted",
+                detail="the target changed since the recovery was approved: " + ", ".join(drifted),
+            )
+        backups = self._journaled_backups(entry)
+        self.journal.entry = dict(entry)
+        self.journal.step("rolling_back", why="recovering an interrupted apply")
+        started = entry.get("started_pid")
+        stopped = ""
+        # Only the process the apply started: the same pid *and* start time.
+        if (
+            isinstance(started, int)
+            and self.remote.alive(started)
+            and self.remote.started_at(started) == entry.get("started_start")
+        ):
+            self.remote.stop(started, beat=self.site.lock_file)
+            stopped = f"stopped the trainer it started (process {started}); "
+        was = entry.get("was_running")
+        restored = self._rollback(backups, was if isinstance(was, int) else None, stop=False)
+        self.journal.step("rolled_back")
+        return FixOutcome(
+            playbook=plan.playbook,
+            status="rolled_back",
+            detail=f"recovered the interrupted apply ({_entry_words(entry)}): {stopped}{restored}",
         )
 
     def _running(self) -> int | None:
@@ -339,36 +501,51 @@ class Transaction:
         return pid
 
     def _start(self, argv: list[str]) -> int:
-        pid = self.remote.start(
+        pid, start = self.remote.start_process(
             argv, cwd=self.site.start_dir, log=f"{self.site.state_dir}/launch.log"
         )
+        if self.journal.entry.get("step") in ("writing", "stopping"):
+            self.journal.step("started", started_pid=pid, started_start=start)
+        elif self.journal.entry:
+            # The rollback's restart "as before": the step stays rolling_back until done.
+            self.journal.note(started_pid=pid, started_start=start)
         # The doctor's own record of what it started: a launch file need not write one.
         self.remote.write(self.site.started_file, f"{pid}\n".encode())
         return pid
 
-    def _backup(self, plan: FixPlan) -> dict[str, bytes | None]:
+    def _backup(self, plan: FixPlan) -> tuple[dict[str, bytes | None], list[dict[str, str | bool]]]:
+        """Each file to change, read and written to ``STATE/backups/STAMP/`` (fsynced);
+        the bytes, and the journal's rows (backup path and sha256, or "created")."""
         backups: dict[str, bytes | None] = {}
+        rows: list[dict[str, str | bool]] = []
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
         for change in plan.changes:
             if change.before_sha256 is None:
                 backups[change.path] = None
+                rows.append({"path": change.path, "created": True})
                 continue
             data = self.remote.read(change.path)
             name = change.path.replace("/", "_")
-            self.remote.write(f"{self.site.state_dir}/backups/{stamp}/{name}", data)
+            where = f"{self.site.state_dir}/backups/{stamp}/{name}"
+            sha = self.remote.write(where, data)
+            if sha != hashlib.sha256(data).hexdigest():
+                raise ApplyError(f"the backup {where} does not hold what was read")
             backups[change.path] = data
-        return backups
+            rows.append({"path": change.path, "backup": where, "sha256": sha})
+        return backups, rows
 
     def _restart_and_observe(self, was_running: int | None) -> dict[str, float | int | str | None]:
         if was_running is not None:
-            self.remote.stop(was_running)
+            self.journal.step("stopping")
+            self.remote.stop(was_running, beat=self.site.lock_file)
         log_offset = self._mark(self.site.stdout_log)
         train_offset = self._mark(self.site.train_log)
         started = self.clock()
         pid = self._start(["sh", self.site.launch_file])
-        finished = self.remote.wait(pid, self.run_timeout)
+        finished = self.remote.wait(pid, self.run_timeout, beat=self.site.lock_file)
         if not finished:
-            self.remote.stop(pid)
+            self.remote.stop(pid, beat=self.site.lock_file)
+        self.journal.step("verifying")
         console = console_summary(
             self._since(self.site.stdout_log, log_offset), self.site.extra_signatures
         )
@@ -431,37 +608,63 @@ class Transaction:
             f"tokens/s {speed:,.0f} = {ratio:.2f}× the baseline {self.baseline_tok_s:,.0f}"
         )
 
-    def _rollback(self, backups: dict[str, bytes | None], was_running: int | None) -> str:
+    def _rollback(
+        self, backups: dict[str, bytes | None], was_running: int | None, *, stop: bool = True
+    ) -> str:
+        """Restore ``backups`` byte-identical and, if a trainer was running before, start
+        it as before (unless one runs: a recovery never starts a second trainer)."""
         current = self.remote.running_pid(self.site.pid_file)
-        if current is not None:
-            self.remote.stop(current)
+        if current is not None and stop:
+            self.remote.stop(current, beat=self.site.lock_file)
+            current = None
         restored = []
         for path, data in backups.items():
             if data is None:
                 continue  # a file the fix created: leave nothing of it behind
-            sha = self.remote.write(path, data)
+            sha = self.remote.write(path, data, follow_link=True)
             if sha != hashlib.sha256(data).hexdigest():
                 raise ApplyError(
                     f"rollback of {path} did not restore its bytes (sha256 {sha[:12]})"
                 )
             restored.append(path)
-        emptied = []
+        removed = []
         for path, data in backups.items():
             if data is None and self.remote.sha256(path) is not None:
-                self.remote.write(path, b"")  # emptied: the launch file no longer names it
-                emptied.append(path)
-        if was_running is not None:
+                # Created by the fix: gone again, as before it (an emptied launch file of
+                # the doctor's own would read as a launch with no exec line).
+                self.remote.remove(path)
+                removed.append(path)
+        restart = was_running is not None and current is None and self._running() is None
+        if restart:
             self._start(self.site.argv_before())
         done = []
         if restored:
             done.append("restored " + ", ".join(restored) + " byte-identical")
-        if emptied:
-            done.append("emptied " + ", ".join(emptied) + " (created by the fix)")
+        if removed:
+            done.append("removed " + ", ".join(removed) + " (created by the fix)")
         return (
             "rolled back: "
             + ("; ".join(done) or "nothing had been written")
-            + ("; trainer restarted as before" if was_running is not None else "")
+            + ("; trainer restarted as before" if restart else "")
+            + (
+                "; the trainer was running again, not restarted"
+                if was_running is not None and not restart
+                else ""
+            )
         )
+
+
+def _entry_words(entry: dict[str, Any]) -> str:
+    """An interrupted apply in a few words, from its journal."""
+    at = entry.get("at")
+    when = (
+        time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+        if isinstance(at, int | float)
+        else ""
+    )
+    owner = entry.get("owner") if isinstance(entry.get("owner"), dict) else {}
+    who = f" by process {owner.get('pid')} on {owner.get('host')}" if owner else ""
+    return f"{entry.get('playbook')}, begun{when}{who}, stopped at step {entry.get('step')}"
 
 
 def _parsed(data: bytes, name: str, parse: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:

@@ -8,11 +8,11 @@ whichever applies."""
 from __future__ import annotations
 
 import os
-import re
 import shlex
 
 from playbooks.base import TrainerSite
 from playbooks.remote import ApplyError, Remote
+from playbooks.shell_line import Command, ShellLineError, command_at, double_quote_body, quote
 
 
 def current(site: TrainerSite, remote: Remote) -> tuple[str, str | None]:
@@ -32,7 +32,10 @@ def trainer_script(text: str, path: str, cwd: str) -> str | None:
     for line in text.splitlines():
         words = line.strip().split(None, 1)
         if len(words) == 2 and words[0] == "cd":
-            target = shlex.split(words[1])[0] if words[1].strip() else ""
+            try:
+                target = shlex.split(words[1])[0] if words[1].strip() else ""
+            except (ValueError, IndexError):
+                continue  # a cd the shell would reject: the trainer never ran from it
             where = target if target.startswith("/") else os.path.join(where, target)
     words = exec_words(text, path)
     for index, word in enumerate(words):
@@ -44,60 +47,111 @@ def trainer_script(text: str, path: str, cwd: str) -> str | None:
     return None
 
 
-_REDIRECTION = re.compile(r"\d*(>>?|<|>&)")
+# Path-like variables a playbook puts an entry in front of: the trainer's own entries, as
+# the shell would expand them when the launch file runs, are kept after it.
+PATH_LIKE = frozenset({"PYTHONPATH", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"})
 
 
-def _exec_line(text: str, path: str) -> int:
-    lines = text.splitlines()
-    for index, line in enumerate(lines):
-        if not line.lstrip().startswith("exec "):
-            continue
-        # ``exec >log 2>&1`` only redirects the script's own output: not the trainer.
-        if all(_REDIRECTION.match(w) for w in line.split()[1:]):
-            continue
-        return index
+def _parsed(text: str, path: str) -> Command:
+    try:
+        return command_at(text, _exec_offset(text, path))
+    except ShellLineError as exc:
+        raise ApplyError(f"{path}: cannot edit its exec line without changing it: {exc}") from None
+
+
+def _exec_offset(text: str, path: str) -> int:
+    """Where the exec line that starts the trainer begins in ``text``."""
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped.startswith("exec ") or stripped.startswith("exec\t"):
+            at = offset + len(line) - len(stripped)
+            try:
+                command = command_at(text, at)
+            except ShellLineError:
+                command = None
+            # ``exec >log 2>&1`` only redirects the script's own output: not the trainer.
+            if command is None or len(command.words) > 1:
+                return at
+        offset += len(line)
     raise ApplyError(
         f"{path}: no 'exec …' line to edit (the launch file must start the trainer with exec)"
     )
 
 
 def exec_words(text: str, path: str) -> list[str]:
-    """The exec line's words, ``exec`` included (as the shell would split them)."""
-    return shlex.split(text.splitlines()[_exec_line(text, path)])
+    """The exec line's words, ``exec`` included, unquoted as the shell would (an
+    expansion is kept as its text: ``"$@"`` is ``$@``); redirections left out."""
+    return [w.value for w in _parsed(text, path).words]
+
+
+def _insert(text: str, at: int, piece: str) -> str:
+    return text[:at] + piece + text[at:]
 
 
 def with_flag(text: str, path: str, flag: str, value: str | None = None) -> str:
-    """``text`` whose exec line carries ``flag`` (with ``value``); unchanged if it does."""
-    lines = text.splitlines(keepends=True)
-    index = _exec_line(text, path)
-    ending = "\n" if lines[index].endswith("\n") else ""
-    words = shlex.split(lines[index])
-    if flag in words:
-        at = words.index(flag)
-        if value is None or (at + 1 < len(words) and words[at + 1] == value):
-            return text
-        words[at + 1] = value
-    else:
-        words += [flag] if value is None else [flag, value]
-    lines[index] = shlex.join(words) + ending
-    return "".join(lines)
+    """``text`` whose exec line carries ``flag`` (with ``value``); unchanged if it does.
+    Only the flag (and its value) is written: the rest of the line keeps its bytes."""
+    words = _parsed(text, path).words
+    for index, word in enumerate(words):
+        if word.literal and word.value == flag:
+            if value is None:
+                return text
+            following = words[index + 1] if index + 1 < len(words) else None
+            if following is None:
+                return _insert(text, word.end, " " + quote(value))
+            if following.literal and following.value == value:
+                return text
+            return text[: following.start] + quote(value) + text[following.end :]
+        if value is not None and word.literal and word.value.startswith(flag + "="):
+            if word.value == f"{flag}={value}":
+                return text
+            return text[: word.start] + quote(f"{flag}={value}") + text[word.end :]
+    piece = " " + quote(flag) + ("" if value is None else " " + quote(value))
+    # After the last word, so it reads before any redirection that ends the line.
+    return _insert(text, words[-1].end, piece)
 
 
 def with_env(text: str, path: str, env: dict[str, str]) -> str:
-    """``text`` whose exec line runs under ``env`` (``exec env K=V … cmd``)."""
-    lines = text.splitlines(keepends=True)
-    index = _exec_line(text, path)
-    ending = "\n" if lines[index].endswith("\n") else ""
-    words = shlex.split(lines[index])[1:]  # drop "exec"
-    current: dict[str, str] = {}
-    if words and words[0] == "env":
-        words = words[1:]
-        while words and "=" in words[0] and not words[0].startswith("-"):
-            key, _, val = words.pop(0).partition("=")
-            current[key] = val
-    merged = {**current, **env}
-    if merged == current:
-        return text
-    assignments = [f"{k}={v}" for k, v in merged.items()]
-    lines[index] = shlex.join(["exec", "env", *assignments, *words]) + ending
-    return "".join(lines)
+    """``text`` whose exec line runs under ``env`` (``exec env K=V … cmd``). A path-like
+    variable (``PATH_LIKE``) gets the value as its first entry, the trainer's own entries
+    kept after it: what the line set, else what the environment holds when it runs."""
+    for key, value in env.items():
+        text = _with_one(text, path, key, value)
+    return text
+
+
+def _with_one(text: str, path: str, key: str, value: str) -> str:
+    words = _parsed(text, path).words
+    if len(words) < 2:
+        raise ApplyError(f"{path}: its exec line runs no command")
+    if words[1].literal and words[1].value == "env":
+        at = words[1].end
+        for word in words[2:]:
+            name, sep, current = word.value.partition("=")
+            if not sep or word.value.startswith("-") or not name.isidentifier():
+                break
+            at = word.end
+            if name != key:
+                continue
+            if key in PATH_LIKE:
+                if current == value or current.startswith((f"{value}:", f"{value}${{{key}:+:")):
+                    return text
+                if not word.raw.startswith(f"{key}="):
+                    raise ApplyError(f"{path}: cannot extend its quoted {key} assignment")
+                # Our entry in front, the assignment's own text (quotes, expansions) after.
+                piece = f"{key}={quote(value)}:" + word.raw[len(key) + 1 :]
+                return text[: word.start] + piece + text[word.end :]
+            if word.literal and current == value:
+                return text
+            return text[: word.start] + quote(f"{key}={value}") + text[word.end :]
+        prefix = " "  # after the assignments already there
+    else:
+        at, prefix = words[0].end, " env "
+    if key in PATH_LIKE:
+        # Extends what the environment holds when the line runs; quoted, so an entry
+        # with a space is not split.
+        assignment = f'"{key}={double_quote_body(value)}${{{key}:+:${key}}}"'
+    else:
+        assignment = quote(f"{key}={value}")
+    return _insert(text, at, prefix + assignment)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
 from playbooks.compile_lock_hook import HOOK_SOURCE
-from playbooks.launch import current, exec_words, trainer_script, with_env, with_flag
+from playbooks.launch import current, trainer_script, with_env, with_flag
 from playbooks.remote import Remote
 
 HOOK_ENV = "DFLASH_DOCTOR_COMPILE_LOCK"
@@ -50,7 +50,8 @@ class LockWarmup:
         after = with_env(
             text,
             site.launch_file,
-            {"PYTHONPATH": _first_on_path(hook_dir, text, site.launch_file), HOOK_ENV: "1"},
+            # The hook's directory first on PYTHONPATH, the trainer's own entries kept.
+            {"PYTHONPATH": hook_dir, HOOK_ENV: "1"},
         )
         hook_sha = remote.sha256(hook)
         hook_text = remote.read(hook).decode() if hook_sha else ""
@@ -84,18 +85,3 @@ class LockWarmup:
                 )
             )
         return out
-
-
-def _first_on_path(hook_dir: str, text: str, path: str) -> str:
-    """PYTHONPATH with the hook's directory first, the trainer's own entries kept."""
-    words = exec_words(text, path)[1:]
-    current = ""
-    if words and words[0] == "env":
-        for word in words[1:]:
-            key, sep, value = word.partition("=")
-            if not sep or word.startswith("-"):
-                break
-            if key == "PYTHONPATH":
-                current = value
-    entries = [e for e in current.split(":") if e and e != hook_dir]
-    return ":".join([hook_dir, *entries])

@@ -231,7 +231,7 @@ def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
 ) -> None:
     """The launch rebuilt from the running process (command line, working directory,
     PYTHONPATH, where stdout goes); a change whose run cannot be verified is rolled back:
-    the doctor's launch file emptied, the trainer started again exactly as before."""
+    the doctor's launch file removed, the trainer started again exactly as before."""
     the_site = _from_the_process(raced)
     assert the_site.trainer_pid == running.pid
     assert the_site.launch_source.startswith(f"the running trainer (process {running.pid})")
@@ -243,9 +243,9 @@ def test_a_rolled_back_fix_restarts_the_running_trainer_as_it_was(
     outcome = tx.apply(tx.plan())
     assert outcome.status == "rolled_back", outcome
     assert outcome.detail.startswith("no fresh train-log records after the restart; "), outcome
-    assert f"emptied {the_site.launch_file} (created by the fix)" in outcome.detail
+    assert f"removed {the_site.launch_file} (created by the fix)" in outcome.detail
     assert "trainer restarted as before" in outcome.detail
-    assert Path(the_site.launch_file).read_bytes() == b""
+    assert not Path(the_site.launch_file).exists()
     restarted = int(Path(the_site.pid_file).read_text())
     assert restarted != running.pid
     cmdline = Path(f"/proc/{restarted}/cmdline").read_bytes().split(b"\0")

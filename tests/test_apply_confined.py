@@ -1,0 +1,184 @@
+"""An apply writes only under the workspace (issue 14, item 3).
+
+The planted links are the attacks the issue names: a symlink at the launch file's
+temporary name, at ``WS/.dflash-doctor`` or inside it, a launch file outside the
+workspace, a FIFO where a file is read. Each runs the operations for real (the target
+program on the real filesystem, locally and once through the real sshd) and checks that
+nothing outside the workspace changed and that the refusal says where and why."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from playbooks.remote import ApplyError, Remote
+from tests.sshd import SSHServer
+from tests.test_ssh import options
+from tools.transport import LocalTransport, SSHTransport
+
+
+def remote(ws: Path) -> Remote:
+    return Remote(LocalTransport(), interpreter=sys.executable).confined(str(ws))
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "launch.sh").write_text("#!/bin/sh\nexec python t.py\n")
+    return ws
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """A file outside the workspace that an attacker wants overwritten."""
+    path = tmp_path / "outside" / "victim"
+    path.parent.mkdir()
+    path.write_text("precious\n")
+    return path
+
+
+def test_a_symlink_at_the_old_temporary_name_is_not_followed(ws: Path, victim: Path) -> None:
+    (ws / "launch.sh.dflash-doctor.tmp").symlink_to(victim)
+    remote(ws).write(str(ws / "launch.sh"), b"#!/bin/sh\nexec python t.py --x\n")
+    assert victim.read_text() == "precious\n"
+    assert (ws / "launch.sh").read_text().endswith("--x\n")
+    # The temporary file is made with O_EXCL under a random name and is gone after.
+    assert sorted(p.name for p in ws.iterdir()) == ["launch.sh", "launch.sh.dflash-doctor.tmp"]
+
+
+def test_a_symlinked_state_directory_is_refused(ws: Path, victim: Path) -> None:
+    (ws / ".dflash-doctor").symlink_to(victim.parent)
+    with pytest.raises(ApplyError) as caught:
+        remote(ws).write(str(ws / ".dflash-doctor" / "victim"), b"owned\n")
+    message = str(caught.value)
+    assert "is a symlink or not a directory" in message and ".dflash-doctor" in message
+    assert "\n" not in message
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim"]
+
+
+def test_a_symlink_inside_the_state_directory_is_refused(ws: Path, victim: Path) -> None:
+    state = ws / ".dflash-doctor"
+    state.mkdir()
+    (state / "backups").symlink_to(victim.parent)
+    (state / "started.pid").symlink_to(victim)
+    r = remote(ws)
+    with pytest.raises(ApplyError, match="is a symlink"):
+        r.write(str(state / "backups" / "x" / "launch.sh"), b"data")
+    with pytest.raises(ApplyError, match="is a symlink"):
+        r.write(str(state / "started.pid"), b"1\n")
+    with pytest.raises(ApplyError, match="is a symlink"):
+        r.start(["true"], cwd=str(ws), log=str(state / "started.pid"))
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim"]
+
+
+def test_a_symlinked_lock_is_refused_and_nothing_is_made_where_it_points(
+    ws: Path, victim: Path
+) -> None:
+    state = ws / ".dflash-doctor"
+    state.mkdir()
+    (state / "apply.lock").symlink_to(victim.parent)
+    with pytest.raises(ApplyError, match="is a symlink"):
+        remote(ws).lock(str(state / "apply.lock"), "me")
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["victim"]
+
+
+def test_a_path_outside_the_workspace_is_refused(ws: Path, victim: Path) -> None:
+    r = remote(ws)
+    for path in (str(victim), f"{ws}/../outside/victim", "/etc/passwd"):
+        with pytest.raises(ApplyError, match="is outside the workspace"):
+            r.write(path, b"owned\n")
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_remote_without_a_workspace_writes_nothing(ws: Path) -> None:
+    with pytest.raises(ApplyError, match="no workspace to confine it to"):
+        Remote(LocalTransport(), interpreter=sys.executable).write(str(ws / "launch.sh"), b"")
+
+
+def test_a_symlinked_launch_file_is_written_through_and_stays_a_link(ws: Path) -> None:
+    real = ws / "scripts" / "launch-v2.sh"
+    real.parent.mkdir()
+    (ws / "launch.sh").unlink()
+    real.write_text("#!/bin/sh\nexec python t.py\n")
+    real.chmod(0o750)
+    (ws / "launch.sh").symlink_to("scripts/launch-v2.sh")
+    r = remote(ws)
+    r.write(str(ws / "launch.sh"), b"#!/bin/sh\nexec python t.py --x\n", follow_link=True)
+    assert (ws / "launch.sh").is_symlink()
+    assert real.read_text().endswith("--x\n")
+    assert real.stat().st_mode & 0o777 == 0o750  # the file keeps its mode
+    # Rolled back the same way: the link is still a link, the bytes are the old ones.
+    r.write(str(ws / "launch.sh"), b"#!/bin/sh\nexec python t.py\n", follow_link=True)
+    assert (ws / "launch.sh").is_symlink()
+    assert real.read_text() == "#!/bin/sh\nexec python t.py\n"
+
+
+def test_a_launch_link_pointing_outside_the_workspace_is_refused(ws: Path, victim: Path) -> None:
+    (ws / "launch.sh").unlink()
+    (ws / "launch.sh").symlink_to(victim)
+    with pytest.raises(ApplyError, match="is outside the workspace"):
+        remote(ws).write(str(ws / "launch.sh"), b"owned\n", follow_link=True)
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_workspace_named_through_a_link_is_still_the_workspace(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "ws"
+    real.mkdir(parents=True)
+    (tmp_path / "ws-link").symlink_to(real)
+    r = remote(tmp_path / "ws-link")
+    r.write(str(tmp_path / "ws-link" / ".dflash-doctor" / "started.pid"), b"1\n")
+    assert (real / ".dflash-doctor" / "started.pid").read_text() == "1\n"
+
+
+def test_a_fifo_is_refused_at_once_not_read(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    r = remote(ws)
+    started = time.monotonic()
+    with pytest.raises(ApplyError, match="is not a regular file"):
+        r.read(str(ws / "pipe"))
+    with pytest.raises(ApplyError, match="is not a regular file"):
+        r.write(str(ws / "pipe"), b"x")
+    assert r.running_pid(str(ws / "pipe")) is None
+    assert time.monotonic() - started < 20
+
+
+def test_a_lock_is_refused_through_a_link_and_held_once(ws: Path) -> None:
+    r = remote(ws)
+    lock = str(ws / ".dflash-doctor" / "apply.lock")
+    assert r.lock(lock, "first") == (True, "")
+    assert (ws / ".dflash-doctor").stat().st_mode & 0o777 == 0o755
+    locked, holder, age = r.try_lock(lock, "second")
+    assert (locked, holder) == (False, "first") and age is not None and 0 <= age < 60
+    r.unlock(lock)
+    assert not Path(lock).exists()
+
+
+@pytest.mark.ssh
+def test_over_ssh_the_same_refusals_hold(sshd_server: SSHServer, ws: Path, victim: Path) -> None:
+    (ws / ".dflash-doctor").symlink_to(victim.parent)
+    transport = SSHTransport(
+        "127.0.0.1", user=sshd_server.user, port=sshd_server.port, options=options(sshd_server)
+    )
+    try:
+        r = Remote(transport, interpreter=sys.executable).confined(str(ws))
+        with pytest.raises(ApplyError, match="is a symlink or not a directory"):
+            r.write(str(ws / ".dflash-doctor" / "victim"), b"owned\n")
+        with pytest.raises(ApplyError, match="is outside the workspace"):
+            r.write(str(victim), b"owned\n")
+        r.write(str(ws / "launch.sh"), b"#!/bin/sh\nexec python t.py --ssh\n")
+    finally:
+        transport.close()
+    assert victim.read_text() == "precious\n"
+    assert (ws / "launch.sh").read_text().endswith("--ssh\n")
