@@ -76,7 +76,7 @@ def test_incident_workspace_in_one_round_trip(tmp_path: Path) -> None:
     t = Counting()
     spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable, torch_import=True)
     result = sweep(t, spec)
-    assert t.calls == [(sys.executable, "-")]
+    assert t.calls == [(sys.executable, "-B", "-")]
     assert result.names == list(PROBES)
     failed = {r.probe: r.error_text for r in result.failed()}
     assert failed == {}, failed

@@ -217,7 +217,7 @@ def test_a_health_check_holds_only_a_read_only_transport_and_no_fix(
     assert doctor.playbooks == {} and doctor.approver == "never"
     guard = doctor.gather.transport
     assert isinstance(guard, ReadOnlyTransport)
-    assert [c.argv for c in guard.allowed] == [(sys.executable, "-")]
+    assert [c.argv for c in guard.allowed] == [(sys.executable, "-B", "-")]
     assert r.status != "regressed", r
     assert r.session is not None and r.checks[0].status == "passed"
 

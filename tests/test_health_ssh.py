@@ -76,14 +76,14 @@ def assert_cited(target: dict[str, Any], chk: dict[str, Any]) -> None:
     cites = {c for line in chk["lines"] for c in line["cites"]}
     assert cites, chk
     assert cites <= listed.keys(), cites - listed.keys()
-    assert all(listed[c]["command"] == f"{sys.executable} -" for c in cites)
+    assert all(listed[c]["command"] == f"{sys.executable} -B -" for c in cites)
 
 
 def only_the_bundle_ran(target: dict[str, Any]) -> None:
     """The session's transcript holds one command: the probe bundle."""
     _header, events = read_transcript(Path(target["transcript"]))
     commands = [e for e in events if e["type"].startswith("command")]
-    assert [e["argv"] for e in commands] == [[sys.executable, "-"]]
+    assert [e["argv"] for e in commands] == [[sys.executable, "-B", "-"]]
     assert not [e for e in events if e["type"] in ("plan", "approval", "apply", "refused")]
 
 

@@ -54,7 +54,7 @@ def assert_refuses_mutations(guard: ReadOnlyTransport, victim: Path) -> None:
         (["touch", str(created)], None),
         (["sh", "-c", f"echo x > {victim}"], None),
         # The registered argv itself, with other code on stdin: refused by its digest.
-        ([sys.executable, "-"], f"import os; os.remove({str(victim)!r})".encode()),
+        ([sys.executable, "-B", "-"], f"import os; os.remove({str(victim)!r})".encode()),
     ]
     for argv, stdin in attempts:
         with pytest.raises(ReadOnlyViolation) as info:
@@ -103,7 +103,7 @@ def test_refusal_names_what_is_allowed() -> None:
         guard.run(["rm", "-rf", "/nonexistent-dflash-doctor-test"])
     text = str(info.value)
     assert text.startswith("local: read-only mode refused 'rm -rf /nonexistent-dflash-doctor-test'")
-    assert f"{sys.executable} - with the probe bundle (host)" in text
+    assert f"{sys.executable} -B - with the probe bundle (host)" in text
     assert isinstance(info.value, TransportError) and info.value.exit_code == 2
 
 
@@ -115,7 +115,7 @@ def test_nothing_registered_refuses_everything() -> None:
 
 def test_the_bundle_digest_is_of_its_content() -> None:
     command = probe_bundle(SPEC, ONLY)
-    assert command.argv == (sys.executable, "-")
+    assert command.argv == (sys.executable, "-B", "-")
     expected = hashlib.sha256(render(build_plan(SPEC, ONLY))).hexdigest()
     assert command.stdin_digest == expected
     assert probe_bundle(SPEC).stdin_digest != expected  # another plan, another program

@@ -1,12 +1,14 @@
 """The one-round-trip sweep: every probe for a target in one command.
 
 The doctor sends one self-contained Python program (the *bundle*: the probe modules'
-own sources, stdlib only, Python >= 3.8) on stdin to ``<interpreter> -`` on the
-target, through whatever transport and hops reach it. On the target each probe runs in
-a forked child with its own time limit (``tools.probes._runner``); the bundle prints one
-JSON document; this module turns it into typed results. A probe that fails is a result
-that says why — it never loses the others. A transport that fails raises (the
-``TransportError`` family), as everywhere in ``tools``.
+own sources, stdlib only, Python >= 3.8) on stdin to ``<interpreter> -B -`` on the
+target, through whatever transport and hops reach it; ``-B`` and the bundle's bootstrap
+keep it from writing bytecode caches there (``tools.interpreter.PYTHON_FLAGS``). On the
+target each probe runs in a forked child with its own time limit
+(``tools.probes._runner``); the bundle prints one JSON document; this module turns it
+into typed results. A probe that fails is a result that says why — it never loses the
+others. A transport that fails raises (the ``TransportError`` family), as everywhere in
+``tools``.
 
 Public API::
 
@@ -44,7 +46,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from tools.errors import UsageError
-from tools.interpreter import discovery_argv, shown
+from tools.interpreter import bundle_argv, discovery_argv, shown
 from tools.probes import ON_DEMAND, PROBES, module
 from tools.probes._runner import FORMAT, SENTINEL
 from tools.transport.base import CommandResult, Transport, digest
@@ -144,12 +146,12 @@ class Plan(BaseModel):
     interpreter: str
     probes: tuple[PlannedProbe, ...]
     parallel: int
-    # The discovery preamble's command (tools.interpreter), or None: ``interpreter -``.
+    # The discovery preamble's command (tools.interpreter), or None: ``interpreter -B -``.
     discovery: tuple[str, ...] | None = None
 
     @property
     def argv(self) -> tuple[str, ...]:
-        return self.discovery or (self.interpreter, "-")
+        return self.discovery or bundle_argv(self.interpreter)
 
     def runnable(self) -> list[PlannedProbe]:
         return [p for p in self.probes if p.params is not None]
@@ -181,7 +183,7 @@ class ProbeResult(BaseModel):
 
     probe: str
     target: str
-    argv: tuple[str, ...]  # the command that carried it: the bundle's ``<python> -``
+    argv: tuple[str, ...]  # the command that carried it: the bundle's ``<python> -B -``
     rc: int | None  # the bundle's exit status (None: never sent)
     ok: bool
     value: JsonValue = None
@@ -458,7 +460,11 @@ _BOOTSTRAP = """\
 # dflash-doctor probe bundle (format {format}). Read-only: it stats and reads files and
 # /proc and runs read-only commands (nvidia-smi); it writes nothing. The probes'
 # sources follow; each is run in a forked child with a time limit.
-import sys
+import os, sys
+# The command line's -B kept the start-up from writing bytecode; these keep the rest of
+# this run (a bundle sent without -B too) and any Python a probe starts from writing it.
+sys.dont_write_bytecode = True
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 # The working directory must not shadow the stdlib (a json.py there, say).
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 if sys.version_info < (3, 8):
@@ -503,7 +509,7 @@ sys.modules[PACKAGE + ".probes._runner"].main(PLAN, PACKAGE, BROKEN)
 
 
 def render(plan: Plan) -> bytes:
-    """The program sent to ``<interpreter> -``: bootstrap, sources, plan."""
+    """The program sent to ``<interpreter> -B -``: bootstrap, sources, plan."""
     runnable = plan.runnable()
     roots = ["probes._runner", *(f"probes.{p.name}" for p in runnable)]
     names = _modules(roots)

@@ -24,9 +24,14 @@ variable (``tools.probes.interpreter.CHOICE_ENV``). The argv stays a list until 
 boundary joins it (``shlex.join``), like every command, and a remote ``timeout`` or a
 container hop wraps it like any other.
 
+Every Python it starts (the ``torch_ok`` check, the chosen one) runs with ``PYTHON_FLAGS``,
+like a bundle run without discovery (``bundle_argv``): no Python the doctor starts on the
+target writes bytecode caches there.
+
 Public API::
 
     argv = discovery_argv("python3", workspace="/ws", launch=None, patterns=["train.py"])
+    argv = bundle_argv("/venv/bin/python")       # ("/venv/bin/python", "-B", "-")
 """
 
 from __future__ import annotations
@@ -36,7 +41,18 @@ from collections.abc import Sequence
 
 from tools.probes.interpreter import CHOICE_ENV
 
-__all__ = ["MARKER", "PREAMBLE", "discovery_argv", "shown"]
+__all__ = ["MARKER", "PREAMBLE", "PYTHON_FLAGS", "bundle_argv", "discovery_argv", "shown"]
+
+# -B: no __pycache__/*.pyc written for what the target's Python imports (site's .pth
+# hooks at start-up, torch for torch_runtime), whatever PYTHONDONTWRITEBYTECODE is in
+# the target's environment (a cron job's or a systemd unit's has none). On the command
+# line, it holds before any code runs and through every transport and hop (docker exec
+# and kubectl exec pass no caller's environment on). It changes nothing else: existing
+# .pyc files are still read. Not -I (nor -E, -s): they would drop PYTHONPATH and
+# the user's site-packages, so the probes would see another environment than the
+# trainer's, and the point of the probes is to see the trainer's. Not -P: Python 3.11+
+# only, and the bundle takes the working directory off sys.path itself.
+PYTHON_FLAGS = ("-B",)
 
 # $0 of the preamble. Every process that carries the preamble (its own sh, the login
 # shell SSH starts, `timeout`, a `docker exec`) has it in its command line, and none of
@@ -54,7 +70,8 @@ chosen=
 why=
 note() { cands="$cands$1$tab$2$tab$3$nl"; }
 torch_ok() {
-  "$1" -c 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("torch") else 1)' \
+  "$1" @FLAGS@ -c \
+    'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("torch") else 1)' \
     </dev/null >/dev/null 2>&1
 }
 torch_word() { if torch_ok "$1"; then echo "imports torch"; else echo "cannot import torch"; fi; }
@@ -179,8 +196,8 @@ if [ -z "$chosen" ]; then
   why="no candidate found: the default $fallback"
 fi
 export @CHOICE_ENV@="$chosen$tab$why$nl$cands"
-exec "$chosen" -
-""".replace("@CHOICE_ENV@", CHOICE_ENV)
+exec "$chosen" @FLAGS@ -
+""".replace("@CHOICE_ENV@", CHOICE_ENV).replace("@FLAGS@", " ".join(PYTHON_FLAGS))
 
 
 def shown(argv: Sequence[str]) -> tuple[str, ...]:
@@ -192,6 +209,11 @@ def shown(argv: Sequence[str]) -> tuple[str, ...]:
     return tuple(argv)
 
 
+def bundle_argv(python: str) -> tuple[str, ...]:
+    """The command that runs ``python`` on the bundle read from stdin, writing nothing."""
+    return (python, *PYTHON_FLAGS, "-")
+
+
 def discovery_argv(
     fallback: str,
     *,
@@ -199,7 +221,7 @@ def discovery_argv(
     launch: str | None,
     patterns: Sequence[str],
 ) -> tuple[str, ...]:
-    """The command that chooses the trainer's Python and runs ``<it> -`` on stdin.
+    """The command that chooses the trainer's Python and runs ``<it> -B -`` on stdin.
 
     ``patterns`` identify the trainer's process; empty, no process is looked for."""
     return ("sh", "-c", PREAMBLE, MARKER, fallback, workspace or "", launch or "", *patterns)

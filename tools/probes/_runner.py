@@ -6,7 +6,9 @@ Each probe runs in a forked child: a hard time limit (SIGKILL), isolation (one p
 ``import torch`` or crash cannot touch another), and a few at a time in parallel. A
 child writes its result to a pipe; stray prints go to stderr, so nothing a library
 prints can corrupt the document. The document is the last stdout line that starts with
-``SENTINEL``, so a login banner or a chatty hop in front of it does no harm.
+``SENTINEL``, so a login banner or a chatty hop in front of it does no harm. Nothing is
+written on the target: no bytecode (``-B``, set by the bundle's bootstrap as well), no
+core file when a probe crashes (``RLIMIT_CORE`` is 0 in each probe's child).
 
 The plan the doctor sends (``main``'s argument)::
 
@@ -120,9 +122,25 @@ def _die_with_parent() -> None:
         pass
 
 
+def _no_core_files() -> None:
+    # A probe that crashes (a native library's segfault in an import, say) is a result,
+    # "crashed: killed by signal 11"; a core file it left in the working directory (the
+    # login directory over SSH) would be a write on the target. The soft limit of the
+    # forked child only: the hard one is the machine's. (The bundle never asks for the
+    # inline mode; it is for where there is no fork, and no RLIMIT_CORE either.)
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+    except (ImportError, ValueError, OSError):  # no resource module (not Unix): no limit
+        pass
+
+
 def _child(entry: dict[str, Any], package: str, wfd: int, deadline: float) -> None:
     try:
         _die_with_parent()
+        _no_core_files()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(2, 1)  # a stray print must not land in the JSON document

@@ -12,6 +12,8 @@ in the training script, ``torch._dynamo.config`` set in code). For those, see th
 
 ``import torch`` takes seconds; it runs in its own forked process, so a crash or a hang
 fails only this probe. CUDA is not initialised unless ``cuda`` is set in the params.
+It writes nothing: no bytecode (the bundle runs with ``-B``), no inductor cache directory
+(``CACHE_ENV``).
 
 Shipped in the probe bundle: stdlib only (torch is what it inspects), Python >= 3.8.
 """
@@ -83,7 +85,32 @@ def origin(fn: Any, expected_module: str, expected_file_tail: str) -> Origin:
     return out
 
 
+# Importing torch._dynamo makes the inductor cache directory
+# (torch._inductor.runtime.cache_dir_utils.cache_dir: os.makedirs of TORCHINDUCTOR_CACHE_DIR,
+# else $TMPDIR/torchinductor_$USER, found by tempfile.gettempdir(), which itself creates and
+# deletes a file to test the directory). This probe only looks: while it imports, the
+# variable names an existing directory in which nothing can be created, root included
+# (Linux's /proc), so the import creates nothing, and a torch that wrote into it at import
+# would fail, and the result would say so, rather than write. Nothing reported here depends
+# on the cache directory; the caches probe, in another process, reports the trainer's.
+CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+UNWRITABLE_DIR = "/proc"
+
+
 def collect(params: dict[str, Any], ctx: Context) -> TorchRuntimeValue:
+    saved = os.environ.get(CACHE_ENV)
+    try:
+        if os.path.isdir(UNWRITABLE_DIR):
+            os.environ[CACHE_ENV] = UNWRITABLE_DIR
+        return _look(params)
+    finally:  # as it was: run inline (no fork), the probe shares its process
+        if saved is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = saved
+
+
+def _look(params: dict[str, Any]) -> TorchRuntimeValue:
     t0 = time.monotonic()
     try:
         import torch
