@@ -1,5 +1,9 @@
 """A finished session as its transcript recorded it: the state and the ledger, rebuilt
-from the events alone (no machine, no rerun), for ``report FILE``."""
+from the events alone (no machine, no rerun), for ``report FILE``.
+
+A report is rendered only from a whole transcript, checked as a replay checks it
+(``tools.transcript.read_sealed``): a cut or edited file would have it say what the
+session never found. Who signed it is in ``Recorded.seal``."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from agent.hypotheses import Hypothesis
 from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
 from agent.symptoms import Symptom
 from tools.errors import TranscriptError
-from tools.transcript import read_transcript
+from tools.signing import load_key
+from tools.transcript import SealCheck, read_sealed
 
 
 @dataclass
@@ -21,10 +26,12 @@ class Recorded:
     header: dict[str, Any]
     state: DiagnosisState
     ledger: Ledger
+    seal: SealCheck
 
 
 def load_recorded(path: Path) -> Recorded:
-    header, events = read_transcript(path)
+    sealed = read_sealed(path, load_key())
+    header, events = sealed.header, sealed.events
     verdict = next((e for e in events if e["type"] == "verdict"), None)
     if verdict is None:
         raise TranscriptError(f"{path}: no verdict recorded (the session did not finish)")
@@ -77,4 +84,4 @@ def load_recorded(path: Path) -> Recorded:
         answers=[Answer.model_validate(e) for e in events if e["type"] == "answer"],
         choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],
     )
-    return Recorded(header=header, state=state, ledger=ledger)
+    return Recorded(header=header, state=state, ledger=ledger, seal=sealed.seal)

@@ -2,9 +2,34 @@
 machine, and compare what it concludes now with what it concluded then.
 
 The graph, the rules and the fact parsing are today's; the evidence is the recording's.
-Same verdicts -> the rule base still agrees with itself; different ones -> a diff that
-says which hypothesis moved and which claim changed. A transcript that is broken, or a
-command the graph asks for that the recording does not hold, is an error (exit 2).
+
+What a good replay (exit 0) proves, and no more:
+
+- the file is whole: every line chains to the one before it, and the seal, its last
+  line, matches every byte before it and the number of events. On its own that rules
+  out a cut (a killed writer included), a dropped, doubled, reordered or appended line,
+  and any edit that did not also recompute the chain and the seal;
+- where the replay says "signed by this installation": the seal's HMAC checks with this
+  state directory's transcript key (``tools.signing``), so the file is byte for byte
+  one that an installation holding that key sealed, and no one without the key
+  re-chained or re-sealed it. Where it says the signature was not checked (the seal
+  names another installation's key, or this one has none), the file is whole, but
+  anyone could have written it whole; ``--require-signature`` refuses it then;
+- the verdicts, hypotheses, claim outcomes and symptoms that today's graph and rules
+  compute from the recorded command results are those the transcript recorded.
+
+What it does not prove: that the recorded outputs were true of the machine. The
+installation that recorded them is trusted to have run what it says it ran and written
+what came back; the seal says only that nothing changed after it wrote them. Nor does
+it tell an older sealed copy of a resumed session from the newer one: each was whole
+when sealed.
+
+Exit codes: 0 as above; 1 when the file is whole but the verdicts differ (a rule
+changed), with the diff; 2 when it cannot be replayed: unreadable, broken chain, not
+sealed (cut short, its writer killed, or written before transcripts were sealed), a
+line after the seal, a seal that does not match, a signature this installation's key
+refutes, a refused key file, a signature not checked here when one is required, or a
+command the graph asks for that the recording does not hold.
 """
 
 from __future__ import annotations
@@ -19,6 +44,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import ValidationError
 
 from agent.baseline import Snapshot
 from agent.comparables import comparables
@@ -35,7 +61,8 @@ from agent.symptoms import Symptom
 from tools.bundle import SweepSpec
 from tools.errors import TranscriptError
 from tools.probes import PROBES
-from tools.transcript import read_transcript
+from tools.signing import load_key
+from tools.transcript import SealCheck, read_sealed, unb64
 from tools.transport.record import ReplayTransport
 
 
@@ -59,6 +86,7 @@ class ReplayResult:
     header: dict[str, Any]
     state: DiagnosisState
     ledger: Ledger
+    seal: SealCheck
     differences: list[str] = field(default_factory=list)
 
     @property
@@ -125,56 +153,122 @@ def _run(doctor: Doctor, start: DiagnosisState, choices: list[Choice]) -> Diagno
     return DiagnosisState.model_validate(graph.get_state(config).values)
 
 
-def replay(path: Path, rules: Sequence[Rule] | None = None) -> ReplayResult:
-    header, events = read_transcript(path)
+@dataclass
+class _Recording:
+    """What the transcript recorded, parsed before anything runs."""
+
+    spec: SweepSpec
+    target: str
+    verdict: dict[str, Any]
+    baseline_facts: list[Fact]
+    answers: list[Answer]
+    choices: list[Choice]
+    hypotheses: list[Hypothesis]
+    symptoms: list[Symptom] | None
+
+
+def _command_shape(event: dict[str, Any]) -> None:
+    """Raise (KeyError, TypeError, ValueError) unless the replay transport can answer
+    with ``event``: checked before the graph runs, not as a traceback in the middle."""
+    if not (
+        isinstance(event["target"], str)
+        and isinstance(event["stdin_digest"], str)
+        and isinstance(event["argv"], list)
+        and all(isinstance(a, str) for a in event["argv"])
+    ):
+        raise TypeError(f"event {event.get('seq')}: a command's target, argv or stdin digest")
+    if event["type"] == "command":
+        int(event["rc"])
+        float(event["duration"])
+        for stream in ("stdout", "stderr"):
+            if not isinstance(event[stream], str):
+                raise TypeError(f"event {event.get('seq')}: {stream} is not base64 text")
+            unb64(event[stream])
+    elif not (isinstance(event["error"], str) and isinstance(event["message"], str)):
+        raise TypeError(f"event {event.get('seq')}: a command error's error or message")
+
+
+def _recording(path: Path, header: dict[str, Any], events: list[dict[str, Any]]) -> _Recording:
     spec_data = header.get("spec")
     if header.get("command") not in ("diagnose", "demo", "health") or spec_data is None:
         raise TranscriptError(
             f"{path}: a {header.get('command')!r} transcript holds no diagnosis to replay"
         )
-    recorded_verdict = next((e for e in events if e["type"] == "verdict"), None)
-    if recorded_verdict is None:
+    verdict = next((e for e in events if e["type"] == "verdict"), None)
+    if verdict is None:
         raise TranscriptError(f"{path}: no verdict recorded (the session did not finish)")
-    spec = SweepSpec.model_validate(spec_data)
-    target = str(header["target"])
+    said = [e for e in events if e["type"] == "symptoms"]
+    try:
+        for event in events:
+            if event["type"] in ("command", "command_error"):
+                _command_shape(event)
+        return _Recording(
+            spec=SweepSpec.model_validate(spec_data),
+            target=str(header["target"]),
+            verdict=verdict,
+            baseline_facts=[
+                Fact.model_validate(e["fact"])
+                for e in events
+                if e["type"] == "fact" and e.get("baseline")
+            ],
+            answers=[Answer.model_validate(e) for e in events if e["type"] == "answer"],
+            choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],
+            hypotheses=[
+                Hypothesis.model_validate(e["hypothesis"])
+                for e in events
+                if e["type"] == "hypothesis"
+            ],
+            # Compared where the transcript recorded them: one from before the symptom
+            # layer has none to compare, and says nothing about them.
+            symptoms=[Symptom.model_validate(s) for s in said[-1]["symptoms"]] if said else None,
+        )
+    except (ValidationError, KeyError, TypeError, ValueError) as exc:
+        # A whole file need not be a well-formed one: one sealed by another installation
+        # is whole without its content being checked by anyone here.
+        if isinstance(exc, KeyError):
+            first = f"an event lacks {exc.args[0]!r}"
+        else:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TranscriptError(f"{path}: not a diagnosis as this app records one: {first}") from None
+
+
+def replay(
+    path: Path, rules: Sequence[Rule] | None = None, *, require_signature: bool = False
+) -> ReplayResult:
+    # The key is looked up, never made: a replay writes nothing.
+    sealed = read_sealed(path, load_key(), require_signature=require_signature)
+    recording = _recording(path, sealed.header, sealed.events)
+    target = recording.target
     ledger = Ledger()
-    baseline_facts = [
-        Fact.model_validate(e["fact"]) for e in events if e["type"] == "fact" and e.get("baseline")
-    ]
-    answers = [Answer.model_validate(e) for e in events if e["type"] == "answer"]
-    choices = [Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"]
     doctor = Doctor(
         ledger=ledger,
-        gather=SweepGatherer(ReplayTransport(events, target), spec, ledger),
+        gather=SweepGatherer(ReplayTransport(sealed.events, target), recording.spec, ledger),
         rules=list(rules) if rules is not None else default_rules(),
         comparables=comparables,
-        baselines=RecordedBaselines(header.get("baseline"), target, baseline_facts),
+        baselines=RecordedBaselines(
+            sealed.header.get("baseline"), target, recording.baseline_facts
+        ),
         approver="never",
-        proposers=RecordedProposer.for_answers(answers),
+        proposers=RecordedProposer.for_answers(recording.answers),
     )
     start = DiagnosisState(
         target=target,
         mode="replay",
-        baseline=header.get("baseline"),
-        focus=recorded_verdict.get("focus") or [],
-        interactive=bool(choices),
+        baseline=sealed.header.get("baseline"),
+        focus=recording.verdict.get("focus") or [],
+        interactive=bool(recording.choices),
     )
-    state = _run(doctor, start, choices)
-    recorded = [
-        Hypothesis.model_validate(e["hypothesis"]) for e in events if e["type"] == "hypothesis"
-    ]
-    before = [f"verdict: {recorded_verdict['verdict']}", *_hypothesis_lines(recorded)]
+    state = _run(doctor, start, recording.choices)
+    before = [f"verdict: {recording.verdict['verdict']}", *_hypothesis_lines(recording.hypotheses)]
     after = [f"verdict: {state.verdict}", *_hypothesis_lines(state.hypotheses)]
-    said = [e for e in events if e["type"] == "symptoms"]
-    if said:
-        # Compared where the transcript recorded them: one from before the symptom layer
-        # has none to compare, and says nothing about them.
-        symptoms = [Symptom.model_validate(s) for s in said[-1]["symptoms"]]
-        before += _symptom_lines(symptoms)
+    if recording.symptoms is not None:
+        before += _symptom_lines(recording.symptoms)
         after += _symptom_lines(state.symptoms)
     differences = []
     if before != after:
         import difflib
 
         differences = list(difflib.unified_diff(before, after, "recorded", "replayed", lineterm=""))
-    return ReplayResult(header=header, state=state, ledger=ledger, differences=differences)
+    return ReplayResult(
+        header=sealed.header, state=state, ledger=ledger, seal=sealed.seal, differences=differences
+    )
