@@ -1,5 +1,11 @@
 """Redaction at write time: secrets and host identities never reach a transcript.
 
+Secret formats are found by a maintained detector (``tools.secrets_detect``, Yelp's
+detect-secrets); the rules here are for what it has no plugin for (private keys' bodies,
+Authorization headers, unquoted key=value pairs, a few token formats) and for what only
+structure tells: a JSON key or a command-line flag that names a secret makes its value
+one, whatever it looks like, and the host probe's "hostname" is learned as a host.
+
 Each distinct secret or host becomes a stable placeholder (``[REDACTED-HOST-1]``,
 ``[REDACTED-IP-2]``, ``[REDACTED-SECRET-1]``), the same one everywhere in a file, so a
 replay that asks for "the same command on the same host" still matches. The redactor is
@@ -13,52 +19,94 @@ is redacted as text.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
+import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import cache
 from typing import Any
+
+from tools import secrets_detect
 
 _PLACEHOLDER = re.compile(r"\[REDACTED-[A-Z]+-\d+\]")
 
-# Order matters: whole private keys first, then credentials, then addresses.
-_KEY_BEGIN = r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
-_KEY_END = r"-----END [A-Z ]*PRIVATE KEY-----"
-_PRIVATE_KEY = re.compile(rf"{_KEY_BEGIN}.*?{_KEY_END}", re.DOTALL)
-# A key with its end or its start cut off (a clipped line; a log's tail that kept only its
-# last lines): the marker and the key lines next to it. A key line is base64 (16 or more
-# characters), a PEM header or blank; the line that touches the marker may be shorter.
+# Secret formats are the detector's (tools.secrets_detect: Yelp's detect-secrets); the
+# rules below are the redactor's own, each for what the detector has no plugin for.
+
+# Private keys: the detector finds where one begins; the key runs to its END line, or,
+# when it was cut before its end, to the first blank line after its body or to the end of
+# the text (issue 14: a key with no END line once kept its body in clear). This marker
+# also takes "BEGIN ENCRYPTED PRIVATE KEY" (PKCS#8), which the plugin's list lacks.
+_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+_KEY_END_TEXT = r"-{4,5} ?END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+_KEY_END = re.compile(_KEY_END_TEXT)
+# PEM's Proc-Type:/DEK-Info:, PGP's Version:, PuTTY's Encryption:/Comment: lines, and the
+# blank line after them, come before a key's body and do not end it.
+_KEY_HEADER = re.compile(r"[ \t]*[A-Za-z][A-Za-z0-9-]*:[ \t]")
+# A key whose start was cut off (a log's tail kept only its last lines): the END marker
+# and the key lines before it. A key line is base64 (16 or more characters), a PEM header
+# or blank; the line that touches the marker may be shorter.
 _B64 = r"[A-Za-z0-9+/]"
 _KEY_LINE = rf"[ \t]*(?:{_B64}{{16,}}={{0,2}}|(?:Proc-Type|DEK-Info|Comment):[^\r\n]*)?[ \t]*\r?"
 _SHORT_LINE = rf"[ \t]*{_B64}+={{0,2}}[ \t]*\r?"
-_OPEN_KEY = re.compile(
-    rf"{_KEY_BEGIN}[ \t]*\r?(?:\n{_KEY_LINE}(?![^\n])){{0,400}}(?:\n{_SHORT_LINE}(?![^\n]))?"
-)
 _CUT_KEY = re.compile(
-    rf"^(?:{_KEY_LINE}\n){{0,400}}(?:{_SHORT_LINE}\n)?[ \t]*{_KEY_END}", re.MULTILINE
+    rf"^(?:{_KEY_LINE}\n){{0,400}}(?:{_SHORT_LINE}\n)?[ \t]*{_KEY_END_TEXT}", re.MULTILINE
 )
 # One line of a key's body, wherever it stands alone (a parser took it for an exception's
 # name): replaced when it is a line of a key found in the same value or before.
 _BODY_RUN = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+# Each rule runs only where one of its lower-case words is in the text: a literal test is
+# a fast scan, the rule a slow one (most of a 10 MB log's redaction time, before).
 _SECRETS = [
-    re.compile(r"(?i)\b(bearer\s+|basic\s+)([A-Za-z0-9._~+/=-]{8,})"),
+    # An Authorization header's credentials: the detector has no header plugin.
+    (re.compile(r"(?i)\b(bearer[ \t]+|basic[ \t]+)([A-Za-z0-9._~+/=-]{8,})"), ("bearer", "basic")),
     # key=value / key: value pairs whose key *ends* with a secret word ("HF_TOKEN=…",
     # "password: …", JSON "api_key": "…"), so "tokens_per_sec: 12800" stays; values that
-    # are plain numbers or the auth scheme word are left alone.
-    re.compile(
-        r"(?i)(\b[A-Za-z0-9_-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key"
-        r"|authorization)['\"]?\s*[=:]\s*)(['\"]?)(?!bearer\b|basic\b|[\d.]+\b)"
-        # A backslash escapes the character after it (ab\"cd is one value), in a Python
-        # message as in JSON text.
-        r"((?:\\.|[^\s'\",}\\]){4,})\2"
+    # are plain numbers or the auth scheme word are left alone. The detector's keyword
+    # plugin wants the value quoted (outside a config file, where it takes the value to
+    # the end of the line), and "token" and "authorization" are not among its words. The
+    # pair is on one line: "password:" ending a line does not make the next line's first
+    # word a password.
+    (
+        re.compile(
+            r"(?i)(\b[A-Za-z0-9_-]*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key"
+            r"|authorization)['\"]?[ \t]*[=:][ \t]*)(['\"]?)(?!bearer\b|basic\b|[\d.]+\b)"
+            # A backslash escapes the character after it (ab\"cd is one value), in a Python
+            # message as in JSON text.
+            r"((?:\\.|[^\s'\",}\\]){4,})\2"
+        ),
+        ("passw", "secret", "token", "key", "authorization"),
     ),
 ]
+# Token formats no plugin knows: Hugging Face (hf_), GitHub's fine-grained tokens
+# (github_pat_; the plugin knows the classic ghp_… form only, and only whole: 36
+# characters, where a clipped one is still a credential), OpenAI's current keys (sk-…;
+# the plugin knows only legacy ones, with "T3BlbkFJ" inside), Google API keys (AIza…).
 _TOKENS = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"
-    r"|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})\b"
+    r"|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})"
 )
+_TOKEN_PREFIXES = ("hf_", "gh", "github_pat_", "sk-", "AIza")
+# The words that say a JSON key's or a command-line flag's value is a secret: the key=value
+# rule's and the detector's keyword plugin's (loaded with it: see _secret_name).
+_SECRET_WORDS = r"password|passwd|secret|token|api[_-]?key|access[_-]?key|authorization"
+# Each of those words holds one of these (the detector's too: "db_pass", "pwd", …).
+_FLAG_WORDS = ("pass", "secret", "token", "key", "pwd", "contrase")
+# A JSON key that names a host: the host probe's "hostname" (issue 14: it was never
+# redacted). The name is learned, and every later sight of it becomes its placeholder.
+_HOST_KEYS = frozenset({"hostname", "nodename", "fqdn"})
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
+# A tokenizer's special tokens ("eos_token": "</s>" in a checkpoint's config) are named as a
+# credential would be, and are its vocabulary.
+_VOCABULARY = re.compile(r"(?i)(?:bos|eos|pad|unk|sep|cls|mask)_token")
+# A variable name as an environment writes it: its value is checked for randomness.
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+# Values that are not a secret though a secret's name is on them: a probe's own mask.
+_MASKS = re.compile(r"<[\w -]*>|\**|\s*")
 _IPV4 = re.compile(
     r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])"
 )
@@ -70,6 +118,7 @@ _IPV6 = re.compile(
 )
 # Addresses that identify nobody; leaving them keeps transcripts readable.
 _KEEP_IPS = {"0.0.0.0", "127.0.0.1", "255.255.255.255"}
+_KEEP_HOSTS = {"localhost", "localhost.localdomain", "local"}
 
 
 class Redactor:
@@ -85,6 +134,8 @@ class Redactor:
         )
         self._maps: dict[str, dict[str, str]] = {"HOST": {}, "IP": {}, "SECRET": {}, "PATH": {}}
         self.counts: Counter[str] = Counter()
+        # Per thread: family nodes redact side by side, and one's screen is not another's.
+        self._local = threading.local()
 
     def export(self) -> dict[str, Any]:
         return {"maps": self._maps, "counts": dict(self.counts)}
@@ -108,6 +159,10 @@ class Redactor:
         return mapping[key]
 
     def text(self, text: str) -> str:
+        # A string that was screened with nothing found is not read by the detector again;
+        # one that holds a placeholder may have been cut from a screened one (a key's line).
+        screened = self._screened()
+        detect = screened is None or text in screened or "[REDACTED-" in text
         for path in self._paths:
             text = re.sub(
                 # A whole path: not the tail of a longer one ("/x/root"), nor the user in
@@ -128,9 +183,16 @@ class Redactor:
                 ),
                 text,
             )
-        for pattern in _SECRETS:
-            text = pattern.sub(self._secret_pair, text)
-        text = _TOKENS.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
+        if detect:
+            text = self._detected(text)
+        lowered = text.lower()
+        for pattern, words in _SECRETS:
+            if any(word in lowered for word in words):
+                text = pattern.sub(self._secret_pair, text)
+        if any(word in lowered for word in _FLAG_WORDS):
+            text = _secret_flag().sub(self._secret_pair, text)
+        if any(prefix in text for prefix in _TOKEN_PREFIXES):
+            text = _TOKENS.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
         for host in self._hosts:
             text = re.sub(
                 rf"(?<![\w.-]){re.escape(host)}(?![\w-])",
@@ -139,6 +201,21 @@ class Redactor:
             )
         text = _IPV4.sub(self._ip, text)
         return _IPV6.sub(self._ip, text)
+
+    def _detected(self, text: str) -> str:
+        """The detector's findings, each a SECRET placeholder; a placeholder already
+        there is never cut into (redacting redacted text changes nothing)."""
+        spans = secrets_detect.find(text)
+        if not spans:
+            return text
+        kept = [m.span() for m in _PLACEHOLDER.finditer(text)] if "[REDACTED-" in text else []
+        out, at = [], 0
+        for start, end in spans:
+            if any(s < end and start < e for s, e in kept):
+                continue
+            out += [text[at:start], self._placeholder("SECRET", text[start:end])]
+            at = end
+        return "".join([*out, text[at:]])
 
     def _secret_pair(self, match: re.Match[str]) -> str:
         value = match.group(match.lastindex or 0)
@@ -151,7 +228,7 @@ class Redactor:
         return value if value in _KEEP_IPS else self._placeholder("IP", value)
 
     def _keys(self, text: str) -> str:
-        if "PRIVATE KEY-----" not in text:
+        if not _may_hold_key(text):
             return text
         out, at = [], 0
         for start, end in _key_spans(text):
@@ -175,7 +252,9 @@ class Redactor:
         private key spans lines)."""
         if "{" not in text and "[" not in text:
             return self.text(text)
-        out: list[str] = []
+        # Documents first: what they teach (a key's lines, the host's name) holds for
+        # the text around them too.
+        parts: list[str | tuple[str, str, object]] = []
         plain: list[str] = []
         for line in text.split("\n"):
             found = _json_in(line)
@@ -183,16 +262,55 @@ class Redactor:
                 plain.append(line)
                 continue
             if plain:
-                out.append(self.text("\n".join(plain)))
+                parts.append("\n".join(plain))
                 plain = []
             at, doc = found
-            out.append(self.text(line[:at]) + self._document(line[at:], doc))
+            self._learn_keys(doc)
+            parts.append((line[:at], line[at:], doc))
         if plain:
-            out.append(self.text("\n".join(plain)))
-        return "\n".join(out)
+            parts.append("\n".join(plain))
+        strings: list[str] = []
+        for part in parts:
+            if isinstance(part, str):
+                strings.append(part)
+            else:
+                strings.append(part[0])
+                _collect(part[2], strings)
+        with self._screen(strings):
+            return "\n".join(
+                self.text(part)
+                if isinstance(part, str)
+                else self.text(part[0]) + self._document(part[1], part[2])
+                for part in parts
+            )
+
+    @contextmanager
+    def _screen(self, strings: list[str]) -> Iterator[None]:
+        """While redacting many strings: the detector reads them all at once, joined as
+        lines (one scan of each pattern, where one per string costs more than the rest of
+        redaction), and then reads again only the strings where it found something."""
+        if self._screened() is not None or len(strings) < 2:
+            yield
+            return
+        starts, at = [], 0
+        for string in strings:
+            starts.append(at)
+            at += len(string) + 1
+        hits = {
+            strings[bisect.bisect_right(starts, start) - 1]
+            for start, _ in secrets_detect.find("\n".join(strings))
+        }
+        self._local.screened = hits
+        try:
+            yield
+        finally:
+            self._local.screened = None
+
+    def _screened(self) -> set[str] | None:
+        screened: set[str] | None = getattr(self._local, "screened", None)
+        return screened
 
     def _document(self, raw: str, doc: object) -> str:
-        self._learn_keys(doc)
         redacted, changed = self._walk(doc)
         if not changed:
             return raw
@@ -213,21 +331,43 @@ class Redactor:
         A private key split over a list's strings (a log's lines) is found across them,
         and a line of it that stands alone anywhere in the value goes with it."""
         self._learn_keys(value)
-        return self._walk(value)[0]
+        strings: list[str] = []
+        _collect(value, strings)
+        with self._screen(strings):
+            return self._walk(value)[0]
 
     def _learn(self, key: str) -> None:
-        """Remember (by digest) the body lines of a private key found in clear."""
+        """Remember (by digest) the body lines of a private key found in clear: lines that
+        are one base64 run (a key cut short runs on to a blank line, and the log lines
+        it took with it are not learned)."""
         lines = self._maps.setdefault("KEYLINE", {})
-        for line in _BODY_RUN.findall(key):
-            lines[_sha(line)] = ""
+        for line in key.split("\n"):
+            run = line.strip()
+            if _BODY_RUN.fullmatch(run):
+                lines[_sha(run)] = ""
+
+    def _learn_host(self, name: str) -> None:
+        """A host name the target told (the host probe's): redacted from now on, as the
+        hosts the session was given are, and its first label (the short name) with it."""
+        name = name.strip().rstrip(".")
+        if (
+            name.lower() in _KEEP_HOSTS
+            or name in _KEEP_IPS
+            or not _HOST_NAME.fullmatch(name)
+            or _IPV4.fullmatch(name)
+        ):
+            return
+        learned = {name, name.split(".")[0]} - {""} - set(self._hosts)
+        if learned:
+            self._hosts = sorted({*self._hosts, *learned}, key=len, reverse=True)
 
     def _learn_keys(self, value: object) -> None:
         if isinstance(value, str):
-            if "PRIVATE KEY-----" in value:
+            if _may_hold_key(value):
                 for start, end in _key_spans(value):
                     self._learn(value[start:end])
         elif isinstance(value, (list, tuple)):
-            if any(isinstance(i, str) and "PRIVATE KEY-----" in i for i in value):
+            if any(isinstance(i, str) and _may_hold_key(i) for i in value):
                 joined = "\n".join(i for i in value if isinstance(i, str))
                 for start, end in _key_spans(joined):
                     self._learn(joined[start:end])
@@ -235,6 +375,8 @@ class Redactor:
                 self._learn_keys(item)
         elif isinstance(value, dict):
             for key, item in value.items():
+                if isinstance(key, str) and isinstance(item, str) and key.lower() in _HOST_KEYS:
+                    self._learn_host(item)
                 self._learn_keys(key)
                 self._learn_keys(item)
 
@@ -245,8 +387,19 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             items, changed = self._runs_of_lines(list(value))
             out = []
-            for item in items:
-                new, item_changed = self._walk(item)
+            for index, item in enumerate(items):
+                previous = items[index - 1] if index else None
+                new: object
+                if (
+                    isinstance(item, str)
+                    and not item.startswith("-")
+                    and isinstance(previous, str)
+                    and _is_secret_flag(previous)
+                ):
+                    # ["--db-password", "hunter2"]: a command line's flag and its value.
+                    new, item_changed = self._whole(item)
+                else:
+                    new, item_changed = self._walk(item)
                 out.append(new)
                 changed = changed or item_changed
             return (out if isinstance(value, list) else tuple(out)), changed
@@ -257,17 +410,30 @@ class Redactor:
                 new_key, key_changed = self._walk(key) if isinstance(key, str) else (key, False)
                 if key_changed:
                     new_key = _unique(str(new_key), result)
-                new, item_changed = self._walk(item)
-                result[new_key] = new
+                new_item: object
+                if isinstance(key, str) and isinstance(item, str) and _names_secret(key, item):
+                    # {"password": "hunter2"}: parsed, the value is redacted apart from its
+                    # key, so the key says what it is (issue 14: a metadata record's
+                    # password reached the ledger).
+                    new_item, item_changed = self._whole(item)
+                else:
+                    new_item, item_changed = self._walk(item)
+                result[new_key] = new_item
                 changed = changed or key_changed or item_changed
             return result, changed
         return value, False
+
+    def _whole(self, value: str) -> tuple[str, bool]:
+        """A value that is a secret by its name, whatever it looks like."""
+        if _MASKS.fullmatch(value) or _PLACEHOLDER.fullmatch(value):
+            return value, False
+        return self._placeholder("SECRET", value), True
 
     def _runs_of_lines(self, items: list[object]) -> tuple[list[object], bool]:
         """Each run of strings in a list, read as lines: a private key found in the run joined
         by newlines is one placeholder, put in each item where a part of the key stood (so
         the list keeps its length)."""
-        if not any(isinstance(i, str) and "PRIVATE KEY-----" in i for i in items):
+        if not any(isinstance(i, str) and _may_hold_key(i) for i in items):
             return items, False
         out = list(items)
         changed = False
@@ -310,19 +476,99 @@ class Redactor:
         return out
 
 
+def _collect(value: object, out: list[str]) -> None:
+    """Every string in a JSON-like value, dict keys too."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect(item, out)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _collect(key, out)
+            _collect(item, out)
+
+
 def _sha(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _may_hold_key(text: str) -> bool:
+    return "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text
+
+
 def _key_spans(text: str) -> list[tuple[int, int]]:
-    """Where private keys are in ``text``: whole ones, then ones cut short at an end."""
+    """Where private keys are in ``text``: each from its start to its end (``_key_end``),
+    then ones whose start was cut off."""
+    starts = {*secrets_detect.key_starts(text), *(m.start() for m in _KEY_BEGIN.finditer(text))}
     spans: list[tuple[int, int]] = []
-    for pattern in (_PRIVATE_KEY, _OPEN_KEY, _CUT_KEY):
-        for match in pattern.finditer(text):
-            start, end = match.span()
-            if end > start and not any(s < end and start < e for s, e in spans):
-                spans.append((start, end))
+    for start in sorted(starts):
+        if not spans or start >= spans[-1][1]:
+            spans.append((start, _key_end(text, start)))
+    for match in _CUT_KEY.finditer(text):
+        start, end = match.span()
+        if end > start and not any(s < end and start < e for s, e in spans):
+            spans.append((start, end))
     return sorted(spans)
+
+
+def _key_end(text: str, start: int) -> int:
+    """Where the key that begins at ``start`` ends: after its END marker; for a key cut
+    before it, at the first blank line after its body (not the one after its headers),
+    else at the end of the text."""
+    at, body = start, False
+    while True:
+        newline = text.find("\n", at)
+        stop = len(text) if newline < 0 else newline
+        line = text[at:stop]
+        end = _KEY_END.search(line)
+        if end is not None:
+            return at + end.end()
+        if not line.strip():
+            if body:
+                return at - 1
+        elif at == start:
+            body = _BODY_RUN.search(line) is not None  # the body on the marker's line
+        elif not _KEY_HEADER.match(line):
+            body = True
+        if newline < 0:
+            return len(text)
+        at = newline + 1
+
+
+@cache
+def _secret_flag() -> re.Pattern[str]:
+    """A command-line flag and its value as a shell script or `ps` writes them
+    ("--db-password hunter2"): no plugin reads a command line."""
+    return re.compile(
+        rf"(?i)((?<![\w-])--?[A-Za-z0-9_-]*(?:{_words()})[ \t]+)(['\"]?)(?!-)"
+        r"((?:\\.|[^\s'\"\\]){4,})\2"
+    )
+
+
+@cache
+def _words() -> str:
+    return "|".join([_SECRET_WORDS, *map(re.escape, secrets_detect.key_words())])
+
+
+@cache
+def _secret_name() -> re.Pattern[str]:
+    """A JSON key or a flag that names a secret: it *ends* with one of the words
+    ("db_password", "--hf-token"; not "tokens_per_sec")."""
+    return re.compile(rf"(?i)(?:--?)?[\w.-]*(?:{_words()})")
+
+
+def _names_secret(key: str, value: str) -> bool:
+    """Whether a JSON key says its value is a secret: a secret's name (not a tokenizer's
+    special token), or an environment variable's name on a random value (the entropy
+    plugins' measure)."""
+    if _secret_name().fullmatch(key) and not key.startswith("-"):
+        return _VOCABULARY.fullmatch(key) is None
+    return _ENV_NAME.fullmatch(key) is not None and secrets_detect.looks_random(value)
+
+
+def _is_secret_flag(item: str) -> bool:
+    return item.startswith("-") and _secret_name().fullmatch(item) is not None
 
 
 def _json_in(line: str) -> tuple[int, object] | None:

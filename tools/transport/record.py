@@ -17,10 +17,10 @@ Key = tuple[str, tuple[str, ...], str]
 
 
 class RecordingTransport:
-    """Records every command. With ``redact_results`` the caller gets the output as the
-    transcript stores it (redacted), so facts made from it are the ones a replay makes —
-    and the ledger on disk holds nothing the transcript hides. ``exec`` turns it off: it
-    prints the command's own bytes."""
+    """Records every command. With ``redact_results`` the caller gets the output and the
+    target's name as the transcript stores them (redacted), so facts made from them are the
+    ones a replay makes — and the ledger on disk holds nothing the transcript hides.
+    ``exec`` turns it off: it prints the command's own bytes."""
 
     def __init__(
         self, inner: Transport, writer: TranscriptWriter, *, redact_results: bool = True
@@ -62,6 +62,9 @@ class RecordingTransport:
                 result,
                 stdout=self.writer.redact_bytes(result.stdout),
                 stderr=self.writer.redact_bytes(result.stderr),
+                # The target as the transcript names it: every fact cites it, and an SSH
+                # config alias ("ssh://trainbox") is a host name (issue 14).
+                target=self.writer.redactor.text(result.target),
             )
         return result
 

@@ -1,0 +1,279 @@
+"""Where secrets stand in text, found by Yelp's detect-secrets.
+
+Why this detector: a hand list of key formats drifts as providers add formats; Yelp
+maintains detect-secrets (a pre-commit hook in wide use), each of its plugins is one
+provider's documented format (AWS, Azure storage, Stripe, GitHub, GitLab, Slack, private
+keys, JWTs, basic-auth URLs, …), and its keyword plugin knows the names that credentials
+are assigned to. Only its matching is used, on text already in memory: its plugins'
+patterns say where a secret stands, the plugin's ``analyze_string`` confirms it (the JWT
+plugin decodes the token, for one). Nothing is ever verified against a provider (that
+would send the secret over the network), no file is scanned and its settings are unused.
+
+Speed: redaction reads every command's output, logs of megabytes, and nearly all of it
+holds no secret. Each pattern is first searched over the whole text (one scan in C);
+only the lines where it matched are analysed as the plugin analyses a line. The keyword
+plugin's lines are found by its key words (plain substring tests) before its patterns
+run. A short text (a JSON document's strings, one by one) is screened by all patterns
+joined into one, a single call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+# Plugins left out, and why:
+# - IPPublicDetector: the redactor has its own address rules, with IP placeholders.
+# - Artifactory, Cloudant, IBM Cloud IAM, IBM COS HMAC, SoftLayer: their patterns are
+#   case-insensitive keyword alternations tried at every position, 1 to 2.5 s each on a
+#   10 MB log (more than all of the rest of redaction); none is a service of a training
+#   host, and their "key = value" forms are what the keyword plugin and the redactor's
+#   key=value rule already take. Artifactory's password form (``AP[0-9A-F]…`` between
+#   spaces) also takes ordinary upper-case words.
+REGEX_PLUGINS = (
+    ("aws", "AWSKeyDetector"),
+    ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("basic_auth", "BasicAuthDetector"),
+    ("discord", "DiscordBotTokenDetector"),
+    ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"),
+    ("jwt", "JwtTokenDetector"),
+    ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"),
+    ("openai", "OpenAIDetector"),
+    ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"),
+    ("slack", "SlackDetector"),
+    ("square_oauth", "SquareOAuthDetector"),
+    ("stripe", "StripeDetector"),
+    ("telegram_token", "TelegramBotTokenDetector"),
+    ("twilio", "TwilioKeyDetector"),
+)
+# Below this many characters no enabled format fits (basic auth's "://u:p@" is 7).
+MIN_LENGTH = 7
+# Texts up to this long are screened by the joined pattern; longer ones pattern by pattern
+# (one alternation of ~40 branches is slower per character than ~40 literal-led scans).
+_JOINED_UP_TO = 4096
+# A group that follows one of these inside its match is the value of an assignment or a
+# URL (the pattern carries the key or the URL around it, no secret); a group anywhere
+# else (GitHub's ``(ghp|gho|…)``) names the token's kind, and the whole match is the token.
+_BEFORE_VALUE = frozenset(":=\"' \t/")
+# Pattern delimiters taken into a whole match, and a key a pattern takes with its value
+# (Azure's ``AccountKey=…``): left in clear, they are no secret.
+_EDGES = " \t\"'=:"
+_KEY_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]*=")
+# A token's own characters after a match: the Stripe pattern takes 24 characters of keys
+# that are longer, and the JWT pattern ends lazily, before the signature.
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=]*")
+# An environment assignment (NAME=value, export NAME="value"): its value is checked for
+# randomness, as the entropy plugins check a string; values are found from the "=" (a
+# literal, so the scan is quick) and the name is checked behind it.
+_ASSIGNED = re.compile(r"=([\"']?)([A-Za-z0-9+/=_\\-]{12,})\1(?=[\s;&|)]|\Z)")
+_NAME_BEFORE = re.compile(r"(?:\A|(?<=[\s;&|(]))(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def find(text: str) -> list[tuple[int, int]]:
+    """The spans of the secrets the detector's formats find in ``text``, sorted and
+    merged where they touch. Private keys are not among them (see ``key_starts``)."""
+    if len(text) < MIN_LENGTH:
+        return []
+    screened = len(text) > _JOINED_UP_TO or _joined().search(text) is not None
+    spans: list[tuple[int, int]] = []
+    if screened:
+        for plugin in _regex_plugins():
+            spans += _regex_spans(plugin, text)
+        spans += _keyword_spans(text)
+    if "=" in text:
+        spans += _assigned_spans(text)
+    return _merged(spans)
+
+
+def looks_random(value: str) -> bool:
+    """Whether ``value``, standing alone, is a random string by the entropy plugins'
+    measure: all of it in a plugin's alphabet, its Shannon entropy over the limit (4.5
+    bits a character for base64, 3.0 for hex). A value that starts with "/" is a path."""
+    if len(value) < 12 or value.startswith("/"):
+        return False
+    for plugin, alphabet in _entropy_plugins():
+        if set(value) <= alphabet and (
+            plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
+        ):
+            return True
+    return False
+
+
+_DASHES_BEFORE = re.compile(r"-{4,5} ?\Z")
+
+
+def key_starts(text: str) -> list[int]:
+    """Where private keys begin in ``text``: the private-key plugin's markers ("BEGIN RSA
+    PRIVATE KEY", "PuTTY-User-Key-File-2", …), each from the dashes before it."""
+    if "PRIVATE KEY" not in text and "PuTTY-User-Key-File" not in text:
+        return []
+    plugin = _plugin("private_key", "PrivateKeyDetector")
+    starts = []
+    for pattern in plugin.denylist:
+        for match in pattern.finditer(text):
+            dashes = _DASHES_BEFORE.search(text, max(0, match.start() - 6), match.start())
+            starts.append(dashes.start() if dashes else match.start())
+    return sorted(set(starts))
+
+
+def enabled() -> list[str]:
+    """The plugins used, by class name (the tests prove each one's formats)."""
+    entropy = [type(plugin).__name__ for plugin, _ in _entropy_plugins()]
+    return [name for _, name in REGEX_PLUGINS] + ["PrivateKeyDetector", "KeywordDetector", *entropy]
+
+
+# -- the plugins' way of reading a line ----------------------------------------------
+
+
+def _regex_spans(plugin: Any, text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for pattern in plugin.denylist:
+        if pattern.search(text) is None:
+            continue
+        for start, line in _lines_of(text, pattern):
+            confirmed = set(plugin.analyze_string(line))
+            for match in pattern.finditer(line):
+                spans += [(start + s, start + e) for s, e in _secret_in(match, line, confirmed)]
+    return spans
+
+
+def _secret_in(match: re.Match[str], line: str, confirmed: set[str]) -> list[tuple[int, int]]:
+    """The secret in one match, as ``analyze_string`` yields it (the non-empty groups, or
+    the whole match), confirmed by it, as spans."""
+    groups = [g for g in range(1, (match.re.groups or 0) + 1) if match.group(g)]
+    yielded = [match.group(g) for g in groups] or [match.group(0)]
+    if not any(value in confirmed for value in yielded):
+        return []
+    values = [
+        g
+        for g in groups
+        if match.start(g) > match.start() and line[match.start(g) - 1] in _BEFORE_VALUE
+    ]
+    if values:
+        return [match.span(g) for g in values]
+    start, end = match.span()
+    while start < end and line[start] in _EDGES:
+        start += 1
+    while end > start and line[end - 1] in _EDGES:
+        end -= 1
+    key = _KEY_PREFIX.match(line, start, end)
+    if key is not None and end - key.end() >= MIN_LENGTH:
+        start = key.end()
+    tail = _TOKEN_TAIL.match(line, end)
+    return [(start, tail.end() if tail else end)]
+
+
+def _lines_of(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """Each line holding (a part of) a match of ``pattern``, once, with its offset."""
+    seen: set[int] = set()
+    for match in pattern.finditer(text):
+        at = text.rfind("\n", 0, match.start()) + 1
+        while at <= match.end() and at not in seen:
+            seen.add(at)
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            yield at, text[at:end]
+            at = end + 1
+
+
+def _keyword_spans(text: str) -> list[tuple[int, int]]:
+    """The keyword plugin's findings (``password = "…"``, ``"api_key": "…"``…), its
+    quoted forms, on the lines that hold one of its key words. Its ``analyze_string``
+    stops at the first match of each pattern; every match is taken here."""
+    from detect_secrets.plugins import keyword
+
+    words = key_words()
+    lowered = text.lower()
+    if not any(word in lowered for word in words):
+        return []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for line in text.split("\n"):
+        lowered = line.lower()
+        if any(word in lowered for word in words):
+            for pattern, group in keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
+                spans += [(at + m.start(group), at + m.end(group)) for m in pattern.finditer(line)]
+        at += len(line) + 1
+    return spans
+
+
+def _assigned_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for match in _ASSIGNED.finditer(text):
+        before = text[max(0, match.start() - 128) : match.start()]
+        if _NAME_BEFORE.search(before) and looks_random(match.group(2)):
+            spans.append(match.span(2))
+    return spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+# -- the plugins, loaded on first use ------------------------------------------------
+# detect-secrets imports requests and its own filters (about 0.3 s): a command that
+# redacts nothing (--help, --version) does not pay for it.
+
+
+def _plugin(module: str, name: str) -> Any:
+    import importlib
+
+    return getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
+
+
+@cache
+def _regex_plugins() -> tuple[Any, ...]:
+    return tuple(_plugin(module, name) for module, name in REGEX_PLUGINS)
+
+
+@cache
+def _entropy_plugins() -> tuple[tuple[Any, frozenset[str]], ...]:
+    """The entropy plugins, each with its alphabet as a set."""
+    from detect_secrets.plugins.high_entropy_strings import (
+        Base64HighEntropyString,
+        HexHighEntropyString,
+    )
+
+    return tuple(
+        (plugin, frozenset(plugin.charset))
+        for plugin in (Base64HighEntropyString(), HexHighEntropyString())
+    )
+
+
+@cache
+def key_words() -> tuple[str, ...]:
+    """The keyword plugin's key words as plain strings: its list writes an optional
+    underscore as ``_?`` (``api_?key``), and nothing else of a pattern."""
+    from detect_secrets.plugins import keyword
+
+    words = set()
+    for item in keyword.DENYLIST:
+        for word in (item.replace("_?", "_"), item.replace("_?", "")):
+            if re.escape(word) != word:
+                raise RuntimeError(f"detect-secrets key word {item!r} is a pattern now")
+            words.add(word)
+    return tuple(sorted(words))
+
+
+@cache
+def _joined() -> re.Pattern[str]:
+    """Every enabled pattern and the key words as one pattern: a screen for short texts
+    (it says whether any might match; the patterns then run one by one)."""
+    parts = []
+    for plugin in _regex_plugins():
+        for pattern in plugin.denylist:
+            flags = "".join(f for f, bit in (("i", re.I), ("x", re.X)) if pattern.flags & bit)
+            parts.append(f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})")
+    parts.append("(?i:" + "|".join(map(re.escape, key_words())) + ")")
+    return re.compile("|".join(parts))
