@@ -224,7 +224,7 @@ def _planted() -> list[Planted]:
     for name in ("DSA", "EC", "OPENSSH", "RSA"):
         planted.append(_keyed(f"pem_{name.lower()}", header.format(name), footer.format(name)))
     planted += [
-        _keyed("pem_pkcs8", "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----"),
+        _keyed("pem_pkcs8", "-----BEGIN" + " PRIVATE KEY-----", "-----END PRIVATE KEY-----"),
         _keyed(
             "pem_pkcs8_encrypted",
             header.format("ENCRYPTED"),
@@ -232,25 +232,28 @@ def _planted() -> list[Planted]:
         ),
         _keyed(
             "pgp",
-            "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+            "-----BEGIN PGP" + " PRIVATE KEY BLOCK-----",
             "-----END PGP PRIVATE KEY BLOCK-----",
             headers="Version: GnuPG v2\n",
         ),
         _keyed(
             "ssh2_encrypted",
-            "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----",
+            "---- BEGIN SSH2" + " ENCRYPTED PRIVATE KEY ----",
             "---- END SSH2 ENCRYPTED PRIVATE KEY ----",
             headers='Comment: "rsa-key-20260101"',
         ),
         _keyed(
             "putty",
-            "PuTTY-User-Key-File-2: ssh-rsa",
+            "PuTTY-User-" + "Key-File-2: ssh-rsa",
             None,
             headers="Encryption: none\nComment: rsa-key\nPrivate-Lines: 6",
         ),
         _keyed("openssh_without_end", header.format("OPENSSH"), None),
         _keyed(
-            "pgp_without_end", "-----BEGIN PGP PRIVATE KEY BLOCK-----", None, headers="Version: 2\n"
+            "pgp_without_end",
+            "-----BEGIN PGP" + " PRIVATE KEY BLOCK-----",
+            None,
+            headers="Version: 2\n",
         ),
     ]
     return planted

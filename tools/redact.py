@@ -396,7 +396,7 @@ class Redactor:
                     and isinstance(previous, str)
                     and _is_secret_flag(previous)
                 ):
-                    # ["--db-password", "hunter2"]: a command line's flag and its value.
+                    # ["--db-password", "…"]: a command line's flag and its value.
                     new, item_changed = self._whole(item)
                 else:
                     new, item_changed = self._walk(item)
@@ -412,7 +412,7 @@ class Redactor:
                     new_key = _unique(str(new_key), result)
                 new_item: object
                 if isinstance(key, str) and isinstance(item, str) and _names_secret(key, item):
-                    # {"password": "hunter2"}: parsed, the value is redacted apart from its
+                    # {"password": "…"}: parsed, the value is redacted apart from its
                     # key, so the key says what it is (issue 14: a metadata record's
                     # password reached the ledger).
                     new_item, item_changed = self._whole(item)
@@ -539,7 +539,7 @@ def _key_end(text: str, start: int) -> int:
 @cache
 def _secret_flag() -> re.Pattern[str]:
     """A command-line flag and its value as a shell script or `ps` writes them
-    ("--db-password hunter2"): no plugin reads a command line."""
+    ("--db-password …"): no plugin reads a command line."""
     return re.compile(
         rf"(?i)((?<![\w-])--?[A-Za-z0-9_-]*(?:{_words()})[ \t]+)(['\"]?)(?!-)"
         r"((?:\\.|[^\s'\"\\]){4,})\2"

@@ -108,8 +108,8 @@ _DASHES_BEFORE = re.compile(r"-{4,5} ?\Z")
 
 
 def key_starts(text: str) -> list[int]:
-    """Where private keys begin in ``text``: the private-key plugin's markers ("BEGIN RSA
-    PRIVATE KEY", "PuTTY-User-Key-File-2", …), each from the dashes before it."""
+    """Where private keys begin in ``text``: the private-key plugin's markers (the first
+    line of a PEM, OpenSSH, PGP, SSH2 or PuTTY key), each from the dashes before it."""
     if "PRIVATE KEY" not in text and "PuTTY-User-Key-File" not in text:
         return []
     plugin = _plugin("private_key", "PrivateKeyDetector")
