@@ -320,6 +320,18 @@ def test_every_format_the_detector_claims_is_planted() -> None:
         assert any(pattern.search(p.form) for p in PLANTED), pattern.pattern
 
 
+def test_a_pattern_is_skipped_only_where_it_cannot_match() -> None:
+    """A text is not scanned for a pattern when it lacks the plain run read from the
+    pattern: that run is in each of the pattern's matches in the planted secrets."""
+    for plugin in secrets_detect._regex_plugins():
+        for pattern in plugin.denylist:
+            literal = secrets_detect._literal(pattern)
+            matches = [m.group(0) for p in PLANTED for m in pattern.finditer(p.form)]
+            assert matches, pattern.pattern
+            for match in matches:
+                assert literal in (match.lower() if pattern.flags & re.I else match)
+
+
 def test_the_key_words_are_the_keyword_plugins() -> None:
     """The words read from the keyword plugin's list are plain words, each of which its
     own pattern takes."""

@@ -96,6 +96,8 @@ _TOKEN_PREFIXES = ("hf_", "gh", "github_pat_", "sk-", "AIza")
 _SECRET_WORDS = r"password|passwd|secret|token|api[_-]?key|access[_-]?key|authorization"
 # Each of those words holds one of these (the detector's too: "db_pass", "pwd", …).
 _FLAG_WORDS = ("pass", "secret", "token", "key", "pwd", "contrase")
+# Every gate word above: most strings hold none, and one test then skips all three rules.
+_ANY_WORD = ("pass", "secret", "token", "key", "pwd", "contrase", "bearer", "basic", "auth")
 # A JSON key that names a host: the host probe's "hostname" (issue 14: it was never
 # redacted). The name is learned, and every later sight of it becomes its placeholder.
 _HOST_KEYS = frozenset({"hostname", "nodename", "fqdn"})
@@ -132,6 +134,13 @@ class Redactor:
         self._paths = sorted(
             {p.rstrip("/") for p in paths if len(p.rstrip("/")) > 1}, key=len, reverse=True
         )
+        # Each list as one pattern, the longest name first, compiled once (text() runs on
+        # every string of every answer).
+        self._host_rule = _names_rule(self._hosts, r"(?![\w-])")
+        # A whole path: not the tail of a longer one ("/x/root"), nor the user in
+        # "ssh://root@" (followed by "@"); a file:// URL or a JSON-escaped quote after it
+        # still counts.
+        self._path_rule = _names_rule(self._paths, r"(?=$|[/\s\"'\\,:;)\]}])")
         self._maps: dict[str, dict[str, str]] = {"HOST": {}, "IP": {}, "SECRET": {}, "PATH": {}}
         self.counts: Counter[str] = Counter()
         # Per thread: family nodes redact side by side, and one's screen is not another's.
@@ -163,15 +172,8 @@ class Redactor:
         # one that holds a placeholder may have been cut from a screened one (a key's line).
         screened = self._screened()
         detect = screened is None or text in screened or "[REDACTED-" in text
-        for path in self._paths:
-            text = re.sub(
-                # A whole path: not the tail of a longer one ("/x/root"), nor the user in
-                # "ssh://root@" (followed by "@"); a file:// URL or a JSON-escaped quote
-                # after it still counts.
-                rf"(?<![\w.-]){re.escape(path)}(?=$|[/\s\"'\\,:;)\]}}])",
-                lambda m: self._placeholder("PATH", m.group(0)),
-                text,
-            )
+        if self._path_rule is not None:
+            text = self._path_rule.sub(lambda m: self._placeholder("PATH", m.group(0)), text)
         text = self._keys(text)
         known = self._maps.get("KEYLINE")
         if known:
@@ -186,21 +188,23 @@ class Redactor:
         if detect:
             text = self._detected(text)
         lowered = text.lower()
-        for pattern, words in _SECRETS:
-            if any(word in lowered for word in words):
-                text = pattern.sub(self._secret_pair, text)
-        if any(word in lowered for word in _FLAG_WORDS):
-            text = _secret_flag().sub(self._secret_pair, text)
+        if any(word in lowered for word in _ANY_WORD):
+            for pattern, words in _SECRETS:
+                if any(word in lowered for word in words):
+                    text = pattern.sub(self._secret_pair, text)
+            if any(word in lowered for word in _FLAG_WORDS):
+                text = _secret_flag().sub(self._secret_pair, text)
         if any(prefix in text for prefix in _TOKEN_PREFIXES):
             text = _TOKENS.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
-        for host in self._hosts:
-            text = re.sub(
-                rf"(?<![\w.-]){re.escape(host)}(?![\w-])",
-                lambda m: self._placeholder("HOST", m.group(0)),
-                text,
-            )
-        text = _IPV4.sub(self._ip, text)
-        return _IPV6.sub(self._ip, text)
+        if self._host_rule is not None:
+            text = self._host_rule.sub(lambda m: self._placeholder("HOST", m.group(0)), text)
+        # What each address needs (three dots; "::" or seven colons), counted before the
+        # slower pattern runs.
+        if text.count(".") >= 3:
+            text = _IPV4.sub(self._ip, text)
+        if "::" in text or text.count(":") >= 7:
+            text = _IPV6.sub(self._ip, text)
+        return text
 
     def _detected(self, text: str) -> str:
         """The detector's findings, each a SECRET placeholder; a placeholder already
@@ -360,6 +364,7 @@ class Redactor:
         learned = {name, name.split(".")[0]} - {""} - set(self._hosts)
         if learned:
             self._hosts = sorted({*self._hosts, *learned}, key=len, reverse=True)
+            self._host_rule = _names_rule(self._hosts, r"(?![\w-])")
 
     def _learn_keys(self, value: object) -> None:
         if isinstance(value, str):
@@ -474,6 +479,14 @@ class Redactor:
             out.append("".join(pieces))
             offset = last + 1
         return out
+
+
+def _names_rule(names: list[str], after: str) -> re.Pattern[str] | None:
+    """One pattern for ``names`` (longest first), each standing whole: not after a word
+    character, a dot or a dash, and followed by what ``after`` allows."""
+    if not names:
+        return None
+    return re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, names))}){after}")
 
 
 def _collect(value: object, out: list[str]) -> None:
