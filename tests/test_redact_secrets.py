@@ -315,7 +315,7 @@ def test_every_format_the_detector_claims_is_planted() -> None:
             ), (type(plugin).__name__, pattern.pattern)
     for pattern in keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP:
         assert any(pattern.search(p.form) for p in PLANTED if p.claimed_by == "KeywordDetector")
-    marker_plugin = secrets_detect._plugin("private_key", "PrivateKeyDetector")
+    marker_plugin = secrets_detect._private_key_plugin()
     for pattern in marker_plugin.denylist:
         assert any(pattern.search(p.form) for p in PLANTED), pattern.pattern
 
