@@ -43,6 +43,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Help texts are plain text: "ssh://user@host[:port][/HOP…]" read as Rich markup was
+    # a closing tag with no opening one, and `exec --help` died of it.
+    rich_markup_mode=None,
 )
 
 
@@ -647,8 +650,25 @@ app.command("health", help=_HEALTH_HELP)(health)
 
 
 def main() -> None:
+    if not sys.argv[1:]:
+        app()  # no command at all: typer's help, as a bare `dflash-doctor` always showed
     try:
-        app()
+        # Not standalone: typer's usage errors come here, to be one line like every other
+        # error instead of a usage banner and a boxed message.
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        print("dflash-doctor: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except typer.TyperException as exc:
+        # A usage error (an unknown option, a bad value): its message, and where to look.
+        formatted = getattr(exc, "format_message", None)
+        raw = formatted() if callable(formatted) else str(exc)
+        message = " ".join(str(raw).split())
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        print(f"dflash-doctor: error: {message}{where}", file=sys.stderr)
+        code = getattr(exc, "exit_code", 2)
+        sys.exit(code if isinstance(code, int) else 2)
     except DoctorError as exc:
         # One line, no traceback: what went wrong and where is in the message.
         message = " ".join(str(exc).split())
@@ -657,6 +677,8 @@ def main() -> None:
     except KeyboardInterrupt:
         print("dflash-doctor: interrupted", file=sys.stderr)
         sys.exit(130)
+    # A command's `typer.Exit(code)` comes back as its code.
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

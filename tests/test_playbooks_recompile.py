@@ -60,14 +60,25 @@ class Churned:
 
 @pytest.fixture(scope="module")
 def churned(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Churned:
-    ws = clone(good_workspace, tmp_path_factory.mktemp("churn") / "ws")
-    grown = trainer("dataset", "--workspace", ws, "--expand", "--add", "16", "--new-lengths", "80")
-    assert grown.returncode == 0, grown.stderr
-    write_launch(ws, *FLAGS, "--recompile-limit", "1")
-    run_launch(ws)
-    log = (ws / "checkpoints" / "train_stdout.log").read_text()
+    # torch warns of an eager flex_attention call once per process, and marks it shown
+    # even when it skips the warning because a compilation is in progress at that moment
+    # (torch.nn.attention.flex_attention._warn_once): with threads compiling side by side
+    # on a loaded machine the warning can be swallowed for the whole run (seen once). A
+    # fresh copy is run again, at most twice; the hit limit alone fails at once.
+    for attempt in range(3):
+        ws = clone(good_workspace, tmp_path_factory.mktemp(f"churn{attempt}") / "ws")
+        grown = trainer(
+            "dataset", "--workspace", ws, "--expand", "--add", "16", "--new-lengths", "80"
+        )
+        assert grown.returncode == 0, grown.stderr
+        write_launch(ws, *FLAGS, "--recompile-limit", "1")
+        run_launch(ws)
+        log = (ws / "checkpoints" / "train_stdout.log").read_text()
+        assert f"{RECOMPILE_LIMIT_HIT} (1)" in log, log[-3000:]
+        if EAGER_FLEX in log:
+            break
     # The evidence the playbook's preconditions look for, from torch itself.
-    assert f"{RECOMPILE_LIMIT_HIT} (1)" in log and EAGER_FLEX in log, log[-3000:]
+    assert EAGER_FLEX in log, log[-3000:]
     return Churned(ws, log)
 
 

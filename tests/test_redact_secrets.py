@@ -491,6 +491,23 @@ def test_a_host_name_the_target_tells_is_redacted_everywhere() -> None:
     assert Redactor().any({"hostname": "localhost"}) == {"hostname": "localhost"}
 
 
+def test_a_short_host_name_is_redacted_where_it_is_the_host_not_as_a_word() -> None:
+    """A host called "vm" is a placeholder as the host probe's answer; as a word it would
+    also take /proc/sys/vm and "vm.max_map_count" from facts that need them."""
+    doc = {
+        "format": 1,
+        "results": [
+            {"probe": "host", "ok": True, "value": {"hostname": "vm"}},
+            {"probe": "gpus", "ok": True, "value": {"read": "/proc/sys/vm/overcommit_memory"}},
+        ],
+    }
+    out = json.loads(
+        Redactor().data((SENTINEL + json.dumps(doc)).encode()).decode()[len(SENTINEL) :]
+    )
+    assert re.fullmatch(r"\[REDACTED-HOST-\d\]", out["results"][0]["value"]["hostname"])
+    assert out["results"][1]["value"]["read"] == "/proc/sys/vm/overcommit_memory"
+
+
 @pytest.mark.slow
 def test_redaction_of_a_10_mb_log_stays_within_bounds() -> None:
     """The detector runs on every command's output: 10 MB of training log, a secret in

@@ -210,11 +210,17 @@ def test_compile_lock_removes_the_race(tmp_path: Path, good: Run) -> None:
     assert run.metadata(40)["emulations"] == ["torch211_fx_race"]
 
 
+@pytest.mark.timeout(600)
 def test_process_isolation_removes_the_race(tmp_path: Path, good: Run) -> None:
     """One process per device: each has its own tracing flags, so nobody sees another's."""
     flags = ["--steps", "40", "--emulate-torch211-race", "--workers", "processes"]
     ws, seed = expanded(tmp_path, good)
-    run = train(ws, *seed, *flags, "--intra-op-threads", "1")
+    # Three processes, each compiling its own kernels: on two shared cores that took more
+    # than the three minutes a threaded run is given (a CI run under load timed out).
+    proc = trainer(
+        "train", "--workspace", ws, *SMALL, *seed, *flags, "--intra-op-threads", "1", timeout=480
+    )
+    run = Run(proc.returncode, ws, proc.stdout + proc.stderr)
     assert run.rc == 0, run.output[-3000:]
     assert FX_ERROR not in run.stdout_log
     assert "started 3 worker processes" in run.stdout_log

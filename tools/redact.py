@@ -101,6 +101,7 @@ _ANY_WORD = ("pass", "secret", "token", "key", "pwd", "contrase", "bearer", "bas
 # A JSON key that names a host: the host probe's "hostname" (issue 14: it was never
 # redacted). The name is learned, and every later sight of it becomes its placeholder.
 _HOST_KEYS = frozenset({"hostname", "nodename", "fqdn"})
+_MIN_WORD_HOST = 4  # characters a learned host name needs to be redacted as a word
 _HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
 # A tokenizer's special tokens ("eos_token": "</s>" in a checkpoint's config) are named as a
 # credential would be, and are its vocabulary.
@@ -361,7 +362,11 @@ class Redactor:
             or _IPV4.fullmatch(name)
         ):
             return
-        learned = {name, name.split(".")[0]} - {""} - set(self._hosts)
+        # A name is redacted wherever it stands as a word, so one too short to be told
+        # from ordinary words ("vm" would take /proc/sys/vm with it) is not learned as a
+        # word: it is redacted where it is named as the host (``_walk``'s host keys).
+        learned = {n for n in (name, name.split(".")[0]) if len(n) >= _MIN_WORD_HOST}
+        learned -= set(self._hosts)
         if learned:
             self._hosts = sorted({*self._hosts, *learned}, key=len, reverse=True)
             self._host_rule = _names_rule(self._hosts, r"(?![\w-])")
@@ -416,7 +421,17 @@ class Redactor:
                 if key_changed:
                     new_key = _unique(str(new_key), result)
                 new_item: object
-                if isinstance(key, str) and isinstance(item, str) and _names_secret(key, item):
+                if (
+                    isinstance(key, str)
+                    and isinstance(item, str)
+                    and key.lower() in _HOST_KEYS
+                    and item.strip()
+                    and _HOST_NAME.fullmatch(item.strip().rstrip("."))
+                    and item.strip().lower() not in _KEEP_HOSTS
+                ):
+                    # {"hostname": "…"}: the host's own name, whatever its length.
+                    new_item, item_changed = self._placeholder("HOST", item), True
+                elif isinstance(key, str) and isinstance(item, str) and _names_secret(key, item):
                     # {"password": "…"}: parsed, the value is redacted apart from its
                     # key, so the key says what it is (issue 14: a metadata record's
                     # password reached the ledger).

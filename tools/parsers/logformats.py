@@ -227,6 +227,15 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
     return rec, shape
 
 
+def _csv_row(text: str) -> list[str]:
+    """The cells of one CSV line; none when the csv module cannot read it as one (a
+    bare carriage return inside a field, a NUL): such a line is not a CSV row."""
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error:
+        return []
+
+
 def csv_header(first_line: bytes) -> list[str] | None:
     """The column names of a CSV header row, or None when the line is not one."""
     try:
@@ -235,7 +244,7 @@ def csv_header(first_line: bytes) -> list[str] | None:
         return None
     if not text or text.startswith("{"):
         return None
-    row = next(csv.reader([text]), [])
+    row = _csv_row(text)
     if len(row) < 2 or any(not c.strip() for c in row):
         return None
     if not all(_COLUMN.match(c.strip()) for c in row):
@@ -246,7 +255,7 @@ def csv_header(first_line: bytes) -> list[str] | None:
 def parse_csv_row(raw: str, header: list[str]) -> dict[str, Any] | None:
     """One data row as a record (empty cells left out), None when its cell count is not
     the header's."""
-    row = next(csv.reader([raw]), [])
+    row = _csv_row(raw)
     if len(row) != len(header):
         return None
     return {k: _number(v) for k, v in zip(header, row) if v != ""}
@@ -315,7 +324,7 @@ def sniff(path: str, head: bytes, fmt: str | None = None) -> tuple[str, str]:
         return "jsonl", "its lines are JSON objects"
     if lines and csv_header(lines[0]) is not None:
         width = len(csv_header(lines[0]) or [])
-        rows = [next(csv.reader([ln.decode("utf-8", "replace")]), []) for ln in lines[1:4]]
+        rows = [_csv_row(ln.decode("utf-8", "replace")) for ln in lines[1:4]]
         if name.endswith(".csv") or (rows and all(len(r) == width for r in rows)):
             return "csv", "a header row and rows of as many cells" if not name.endswith(
                 ".csv"

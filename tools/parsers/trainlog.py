@@ -220,7 +220,7 @@ def _why_unusable(v: Any, finite: bool) -> str | None:
 
 def _label(v: Any) -> Any:
     """A series' value as its label shows it (an integer no float holds, by its size)."""
-    return _clip_value(v) if type(v) is int else v
+    return _clip_value(v) if type(v) in (int, float) else v
 
 
 def _key_text(v: Any) -> str:
@@ -243,6 +243,9 @@ def _clip_value(v: Any) -> Any:
         return json.dumps(v)[:SAMPLE_BYTES]
     if type(v) is int and _why_unusable(v, False) is not None:
         return f"<integer of {_int_digits(v)} digits>"
+    if type(v) is float and not math.isfinite(v):
+        # A fact is strict JSON (the runner refuses NaN): named, not written out.
+        return f"<{v}: not a finite number>"
     return v
 
 

@@ -32,7 +32,9 @@ class KnownHosts:
 def load(path: Path) -> KnownHosts:
     """The known hosts in ``path`` (absent: none). UsageError when it cannot be read."""
     found = KnownHosts(path)
-    if not path.exists() or str(path) == os.devnull:
+    # A link that leads nowhere (a loop, a dangling link) is not "no file": it is read,
+    # and its error is the one line.
+    if (not path.exists() and not path.is_symlink()) or str(path) == os.devnull:
         return found  # none known; /dev/null is ssh's idiom for "remember nothing"
     try:
         text = read_regular(path, 64 << 20).decode("utf-8", "replace")
