@@ -382,7 +382,8 @@ def test_browser_draws_a_restarted_run_apart_from_its_baseline(tmp_path: Path) -
     assert restart == runs["series-now segment-1"][0]
     console = latest(recorded.ledger, recorded.state.facts, "stdoutlog")
     assert console is not None
-    crash_step = console.value["signatures"]["fx_nested_trace"]["first_after_step"]["step"]
+    scanned: Any = console.value
+    crash_step = scanned["signatures"]["fx_nested_trace"]["first_after_step"]["step"]
     at_crash = re.findall(
         rf'<circle cx="([0-9.]+)"[^>]*><title>now, run 2[^<]*: step {crash_step},', dom
     )
