@@ -21,12 +21,14 @@ from typing import Any
 
 import structlog
 
+from agent import applies
 from agent.baseline import baseline_store
 from agent.claims import resolve
 from agent.comparables import comparables
 from agent.facts import Fact, Ledger, latest, observed
 from agent.gather import SweepGatherer
 from agent.health_model import (
+    APPLIES_CHECK,
     SWEEP_CHECK,
     SYMPTOMS_CHECK,
     SYMPTOMS_TITLE,
@@ -253,6 +255,14 @@ def not_checked(
             message="not checked: the target could not be checked",
         )
     )
+    checks.append(
+        Check(
+            name=APPLIES_CHECK,
+            title=applies.TITLE,
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+    )
     checks += [
         Check(
             name=r.kind,
@@ -289,7 +299,12 @@ def summarize(
 ) -> TargetResult:
     ledger = session.ledger
     facts = [ledger.get(i) for i in state.facts]
-    checks = [_sweep_check(facts), _symptom_check(state), *_family_checks(state, rules)]
+    checks = [
+        _sweep_check(facts),
+        _symptom_check(state),
+        _apply_check(ledger, state),
+        *_family_checks(state, rules),
+    ]
     regressed = [c.name for c in checks if c.status == "failed"]
     undecided = [c.name for c in checks if c.status == "error"]
     if regressed:
@@ -338,6 +353,28 @@ def _sweep_check(facts: list[Fact]) -> Check:
         message += f"; could not observe: {', '.join(f.probe for f in failed)}"
     return Check(
         name=SWEEP_CHECK, title="probe sweep", status="passed", message=message, lines=lines
+    )
+
+
+def _apply_check(ledger: Ledger, state: DiagnosisState) -> Check:
+    """An apply of the doctor's that never ended leaves the target half changed: a
+    regression until its recovery runs (the next fix plan is that recovery)."""
+    halted = applies.interrupted(ledger, state.facts)
+    if not halted:
+        return Check(
+            name=APPLIES_CHECK,
+            title=applies.TITLE,
+            status="passed",
+            message="no apply left unfinished",
+        )
+    # An apply under way restarts the trainer: nothing about this run is decided.
+    under_way = applies.in_progress(ledger, state.facts)
+    return Check(
+        name=APPLIES_CHECK,
+        title=applies.TITLE,
+        status="error" if under_way else "failed",
+        message=halted[0][0],
+        lines=[Cited(text=text, cites=cites) for text, cites in halted],
     )
 
 

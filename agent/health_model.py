@@ -33,6 +33,7 @@ EXIT_HEALTHY, EXIT_REGRESSION, EXIT_NOT_CHECKED = 0, 1, 2
 SWEEP_CHECK = "sweep"
 SYMPTOMS_CHECK = "symptoms"  # what the run did over time (agent.symptoms)
 SYMPTOMS_TITLE = "what the run did over time"
+APPLIES_CHECK = "applies"  # an apply of the doctor's left unfinished (agent.applies)
 
 
 class Cited(BaseModel):

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.baseline import DiffEntry
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis
@@ -29,8 +31,26 @@ class Recorded:
     seal: SealCheck
 
 
+def ill_shaped(path: Path, exc: Exception) -> TranscriptError:
+    """A whole transcript whose content is not what this app records (one sealed by
+    another installation is whole without anyone here having checked its content): one
+    line saying what, never a traceback."""
+    if isinstance(exc, KeyError):
+        first = f"an event lacks {exc.args[0]!r}"
+    else:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return TranscriptError(f"{path}: not a diagnosis as this app records one: {first}")
+
+
 def load_recorded(path: Path) -> Recorded:
     sealed = read_sealed(path, load_key())
+    try:
+        return _recorded(path, sealed)
+    except (ValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ill_shaped(path, exc) from None
+
+
+def _recorded(path: Path, sealed: Any) -> Recorded:
     header, events = sealed.header, sealed.events
     verdict = next((e for e in events if e["type"] == "verdict"), None)
     if verdict is None:

@@ -54,6 +54,7 @@ from agent.graph import build_graph
 from agent.hypotheses import Hypothesis
 from agent.nodes import Doctor
 from agent.proposer import Proposed, parse_answer
+from agent.recorded import ill_shaped
 from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState
@@ -223,13 +224,7 @@ def _recording(path: Path, header: dict[str, Any], events: list[dict[str, Any]])
             symptoms=[Symptom.model_validate(s) for s in said[-1]["symptoms"]] if said else None,
         )
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
-        # A whole file need not be a well-formed one: one sealed by another installation
-        # is whole without its content being checked by anyone here.
-        if isinstance(exc, KeyError):
-            first = f"an event lacks {exc.args[0]!r}"
-        else:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TranscriptError(f"{path}: not a diagnosis as this app records one: {first}") from None
+        raise ill_shaped(path, exc) from None
 
 
 def replay(
@@ -251,13 +246,16 @@ def replay(
         approver="never",
         proposers=RecordedProposer.for_answers(recording.answers),
     )
-    start = DiagnosisState(
-        target=target,
-        mode="replay",
-        baseline=sealed.header.get("baseline"),
-        focus=recording.verdict.get("focus") or [],
-        interactive=bool(recording.choices),
-    )
+    try:
+        start = DiagnosisState(
+            target=target,
+            mode="replay",
+            baseline=sealed.header.get("baseline"),
+            focus=recording.verdict.get("focus") or [],
+            interactive=bool(recording.choices),
+        )
+    except ValidationError as exc:  # a header's baseline or a verdict's focus ill-typed
+        raise ill_shaped(path, exc) from None
     state = _run(doctor, start, recording.choices)
     before = [f"verdict: {recording.verdict['verdict']}", *_hypothesis_lines(recording.hypotheses)]
     after = [f"verdict: {state.verdict}", *_hypothesis_lines(state.hypotheses)]

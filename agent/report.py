@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, JsonValue
 
+from agent import applies, timing
 from agent import symptoms as symptoms_layer
-from agent import timing
 from agent.baseline import DiffEntry
 from agent.claims import Verdict as ClaimVerdict
 from agent.claims import with_cites
@@ -325,6 +325,10 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         since = _since_it_worked(state, ledger, entries, snapshot)
         if since is not None:
             sections.append(since)
+    halted = applies.interrupted(ledger, state.facts)
+    if halted:
+        lines = [Line(text=text, cites=cites) for text, cites in halted]
+        sections.append(Section(title=applies.TITLE, lines=lines))
     missing = _missing_evidence(state, ledger)
     if missing:
         sections.append(Section(title="missing evidence", lines=missing))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from playbooks.remote import ApplyError, Remote
+from tools.probes.applies import FINAL_STEPS
 
 # Steps, in the order an apply reaches them. An apply that stopped at a step that is not
 # final is recovered by the next run on the target.
@@ -41,7 +42,7 @@ Step = Literal[
     "applied",  # final: verified
     "rolled_back",  # final: restored byte-identical
 ]
-FINAL = frozenset({"applied", "rolled_back"})
+FINAL = frozenset(FINAL_STEPS)  # defined by the probe that reads the journal too
 LEASE_S = 300.0  # a lock untouched this long, whose owner cannot be checked, is stale
 
 

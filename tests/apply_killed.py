@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
     remote.kill_at = kill_at
     # A baseline no run reaches: the apply always ends in a rollback, so every step,
     # the rollback's included, is reached by some KILL_AT.
-    tx = transaction(ws, remote, baseline_tok_s=1e12, run_timeout=8)
+    tx = transaction(ws, remote, baseline_tok_s=1e12, run_timeout=4)
     outcome = tx.apply(tx.plan())
     print(json.dumps(outcome.model_dump()))
     return 3  # not killed: the test asked for a point the apply never reached

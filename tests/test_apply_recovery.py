@@ -88,8 +88,10 @@ def ws(tmp_path: Path) -> Iterator[Path]:
     first = subprocess.Popen(
         ["sh", str(ws / "launch.sh")], start_new_session=True, stdin=subprocess.DEVNULL
     )
+    # Running as far as the apply can tell (its pid file names a live process); whether
+    # it got past importing torch does not matter to any step of the apply.
     deadline = time.monotonic() + 120
-    while _trainer_pid(ws) is None or not (ws / "logs" / "metrics.txt").exists():
+    while _trainer_pid(ws) is None:
         assert time.monotonic() < deadline, (ws / "logs" / "console.txt").read_text()
         time.sleep(0.2)
     yield ws

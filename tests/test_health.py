@@ -128,6 +128,7 @@ def test_not_checked_has_one_case_per_family() -> None:
     assert [c.name for c in r.checks] == [
         "sweep",
         "symptoms",
+        "applies",
         *(rule.kind for rule in default_rules()),
     ]
     assert r.checks[0].status == "error" and r.checks[0].message == "ConnectError: refused"

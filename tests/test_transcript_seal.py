@@ -656,9 +656,10 @@ def test_whole_transcripts_of_another_installation_with_any_fields_never_crash_r
     path = tmp_path / "forged.jsonl"
     write_lines(path, reseal(lines, secret=b"another installation's key, 32 b"))
     err = io.StringIO()
+    command = data.draw(st.sampled_from(["replay", "report"]))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_STATE_HOME", str(recording.state))
-        mp.setattr(sys, "argv", ["dflash-doctor", "-q", "replay", str(path)])
+        mp.setattr(sys, "argv", ["dflash-doctor", "-q", command, str(path)])
         with (
             contextlib.redirect_stdout(io.StringIO()),
             contextlib.redirect_stderr(err),
@@ -684,4 +685,24 @@ def test_a_command_without_argv_in_a_whole_foreign_transcript_is_one_line(
     refused(
         doctor("replay", str(path), state=recording.state),
         f"{path}: not a diagnosis as this app records one: an event lacks 'argv'",
+    )
+
+
+@pytest.mark.parametrize(("command", "event"), [("replay", "header"), ("report", "verdict")])
+def test_an_ill_typed_baseline_in_a_whole_foreign_transcript_is_one_line(
+    recording: Recording, tmp_path: Path, command: str, event: str
+) -> None:
+    """Found by the fuzz test above: a baseline that is a number (the header's, which the
+    replay starts from; the verdict's, which the report renders) was a pydantic
+    ValidationError traceback when the starting state was built."""
+    lines = read_lines(recording.transcript)
+    at = next(i for i, x in enumerate(lines[:-1]) if json.loads(x)["type"] == event)
+    obj = json.loads(lines[at])
+    obj["baseline"] = 0
+    lines[at] = canonical(obj)
+    path = tmp_path / "forged.jsonl"
+    write_lines(path, reseal(lines, secret=b"another installation's key, 32 b"))
+    refused(
+        doctor(command, str(path), state=recording.state),
+        f"{path}: not a diagnosis as this app records one:",
     )

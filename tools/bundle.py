@@ -259,7 +259,7 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
             return {"configured": spec.interpreter, "because": spec.interpreter_reason}, ""
         case "processes":
             return {"match": list(spec.process_match)}, ""
-        case "layout":
+        case "layout" | "applies":
             if not spec.workspace:
                 return None, "no workspace configured"
             return {"workspace": spec.workspace}, ""

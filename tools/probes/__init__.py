@@ -27,6 +27,7 @@ PROBES: tuple[str, ...] = (
     "pyenv",
     "gpus",
     "processes",
+    "applies",
     "layout",
     "caches",
     "checksums",
