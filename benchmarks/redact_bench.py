@@ -1,8 +1,9 @@
-"""Redacting a 10 MB training console log (issue 14, item 7): the redactor (detect-secrets'
-patterns screened over the whole text, plus its own rules) against the naive way of
-using the same maintained detector — every enabled plugin's ``analyze_line`` on every
-line, as detect-secrets scans a file — and against ``grep -E`` for three key shapes alone
-(a floor: it finds, it does not redact).
+"""Redacting a 10 MB training console log (issue 14, item 7): the whole redactor (the
+detector, keyword and entropy rules, its own hand rules, hosts, addresses, paths), the
+detector's part alone (``secrets_detect.find``: detect-secrets' patterns screened over the
+whole text), the naive way of using the same maintained detector — every enabled regex
+plugin's ``analyze_line`` on every line, as detect-secrets scans a file — and ``grep -E``
+for three key shapes (a floor: it finds, it does not redact).
 
 Run: .venv/bin/python benchmarks/redact_bench.py [--mb 10] [--runs 3]
 
@@ -39,6 +40,10 @@ REDACTOR = (
     "text = open({log!r}, encoding='utf-8').read(); out = Redactor().output(text); "
     "planted = {planted!r}; "
     "assert not [s for s in planted if s in out], 'a planted secret was left'"
+)
+DETECTOR = (
+    "import sys; sys.path.insert(0, {root!r}); from tools import secrets_detect as d; "
+    "text = open({log!r}, encoding='utf-8').read(); assert d.find(text)"
 )
 NAIVE = (
     "import sys; sys.path.insert(0, {root!r}); from tools import secrets_detect as d; "
@@ -88,6 +93,7 @@ def main() -> None:
         fmt = {"root": str(ROOT), "log": str(log), "planted": planted}
         contenders = {
             "redactor": [sys.executable, "-c", REDACTOR.format(**fmt)],
+            "detector_find": [sys.executable, "-c", DETECTOR.format(**fmt)],
             "naive_analyze_line": [sys.executable, "-c", NAIVE.format(**fmt)],
         }
         grep = shutil.which("grep")
