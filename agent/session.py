@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import secrets
 from collections.abc import Sequence
@@ -32,20 +31,12 @@ from agent.facts import Fact, Ledger
 from tools.bundle import SweepSpec
 from tools.errors import ConfigError, UsageError
 from tools.redact import Redactor
+from tools.statedir import APP, state_home
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
 from tools.transport.record import RecordingTransport
 
-APP = "dflash-doctor"
 _SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}\Z")
-
-
-def state_home() -> Path:
-    configured = os.environ.get("XDG_STATE_HOME")
-    # The XDG spec says a relative path is invalid and must be ignored.
-    if configured and os.path.isabs(configured):
-        return Path(configured)
-    return Path.home() / ".local" / "state"
 
 
 def app_state() -> Path:

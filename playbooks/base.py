@@ -39,6 +39,7 @@ from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_
 from playbooks.remote import ApplyError, Remote
 from tools.parsers import stdoutlog
 from tools.parsers.trainlog import summarize
+from tools.probes import applies  # the doctor's own files on a target, named once
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
@@ -115,7 +116,7 @@ class TrainerSite:
 
     @property
     def state_dir(self) -> str:
-        return f"{self.workspace}/.dflash-doctor"
+        return f"{self.workspace}/{applies.STATE_DIR}"
 
     @property
     def started_file(self) -> str:
@@ -125,11 +126,11 @@ class TrainerSite:
 
     @property
     def journal_file(self) -> str:
-        return f"{self.state_dir}/apply.journal"
+        return f"{self.state_dir}/{applies.JOURNAL}"
 
     @property
     def lock_file(self) -> str:
-        return f"{self.state_dir}/apply.lock"
+        return f"{self.state_dir}/{applies.LOCK}"
 
     @property
     def start_dir(self) -> str:

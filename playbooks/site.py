@@ -27,6 +27,7 @@ from typing import Any
 
 from playbooks.base import TrainerSite
 from playbooks.remote import ApplyError
+from tools.probes.applies import STATE_DIR
 
 __all__ = ["REDACTED", "running_trainer", "script_from_command", "script_from_process", "site"]
 
@@ -39,7 +40,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _state(workspace: str) -> str:
-    return f"{workspace.rstrip('/')}/.dflash-doctor"
+    return f"{workspace.rstrip('/')}/{STATE_DIR}"
 
 
 def _is_one_path(launch: str) -> bool:

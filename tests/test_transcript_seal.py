@@ -586,12 +586,37 @@ def _mutate(data: bytes, draw: Any) -> bytes:
     return bytes(out)
 
 
-@pytest.mark.timeout(900)
-@settings(
+FUZZ = settings(
     max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+def in_process(state: Path, *args: str) -> tuple[int, str, str]:
+    """The real entry point run in this process (a subprocess per example would cost a
+    second each): its exit code, stdout, stderr; checked as the documented contract."""
+    from agent.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(state))
+        mp.setattr(sys, "argv", ["dflash-doctor", "-q", *args])
+        with (
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+            pytest.raises(SystemExit) as ended,
+        ):
+            main()
+    code = ended.value.code
+    assert isinstance(code, int) and code in (0, 1, 2), (code, err.getvalue())
+    if code == 2:
+        assert len(err.getvalue().splitlines()) == 1, err.getvalue()
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.timeout(900)
+@FUZZ
 @given(data=st.data())
 def test_fuzzed_transcripts_never_crash_replay(
     recording: Recording, tmp_path: Path, data: st.DataObject
@@ -600,40 +625,22 @@ def test_fuzzed_transcripts_never_crash_replay(
     or 2, never with a traceback, each within a bound; and with this installation's key
     at hand no changed file replays as signed by it. (Examples share the fixtures: the
     recording is only read, and each example writes its own bytes over the one file.)"""
-    from agent.cli import main
-
     original = recording.transcript.read_bytes()
     mutated = _mutate(original, data.draw)
     path = tmp_path / "fuzzed.jsonl"
     path.write_bytes(mutated)
-    out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_STATE_HOME", str(recording.state))
-        mp.setattr(sys, "argv", ["dflash-doctor", "-q", "replay", str(path)])
-        with (
-            contextlib.redirect_stdout(out),
-            contextlib.redirect_stderr(err),
-            pytest.raises(SystemExit) as ended,
-        ):
-            main()
+    _, out, _ = in_process(recording.state, "replay", str(path))
     assert time.monotonic() - started < 20  # a full replay of it takes about a second
-    assert ended.value.code in (0, 1, 2), (ended.value.code, err.getvalue())
-    if ended.value.code == 2:
-        assert len(err.getvalue().splitlines()) == 1, err.getvalue()
     if mutated != original:
-        assert "signed by this installation" not in out.getvalue(), out.getvalue()
+        assert "signed by this installation" not in out, out
 
 
 FIELD_VALUES = st.sampled_from([None, 0, -1, 1.5, "", "x", "AAAA", [], [1], {}, {"a": 1}, True])
 
 
 @pytest.mark.timeout(900)
-@settings(
-    max_examples=120,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@FUZZ
 @given(data=st.data())
 def test_whole_transcripts_of_another_installation_with_any_fields_never_crash_replay(
     recording: Recording, tmp_path: Path, data: st.DataObject
@@ -641,8 +648,6 @@ def test_whole_transcripts_of_another_installation_with_any_fields_never_crash_r
     """What no key here can refute: fields deleted or retyped, then re-chained and sealed
     with another installation's key. Its content is checked by nobody, so it must be
     read as hostile: exit 0, 1 or 2, never a traceback."""
-    from agent.cli import main
-
     lines = read_lines(recording.transcript)
     for _ in range(data.draw(st.integers(1, 2))):
         at = data.draw(st.integers(0, len(lines) - 2))
@@ -655,20 +660,7 @@ def test_whole_transcripts_of_another_installation_with_any_fields_never_crash_r
         lines[at] = canonical(obj)
     path = tmp_path / "forged.jsonl"
     write_lines(path, reseal(lines, secret=b"another installation's key, 32 b"))
-    err = io.StringIO()
-    command = data.draw(st.sampled_from(["replay", "report"]))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_STATE_HOME", str(recording.state))
-        mp.setattr(sys, "argv", ["dflash-doctor", "-q", command, str(path)])
-        with (
-            contextlib.redirect_stdout(io.StringIO()),
-            contextlib.redirect_stderr(err),
-            pytest.raises(SystemExit) as ended,
-        ):
-            main()
-    assert ended.value.code in (0, 1, 2), (ended.value.code, err.getvalue())
-    if ended.value.code == 2:
-        assert len(err.getvalue().splitlines()) == 1, err.getvalue()
+    in_process(recording.state, data.draw(st.sampled_from(["replay", "report"])), str(path))
 
 
 def test_a_command_without_argv_in_a_whole_foreign_transcript_is_one_line(

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.errors import ConfigError
+from tools.probes._common import kind_words
 from tools.statedir import app_state_dir
 
 KEY_NAME = "transcript.key"
@@ -72,18 +73,6 @@ def key_path(state_dir: Path | None = None) -> Path:
     return (state_dir or app_state_dir()) / KEY_NAME
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a file"
-
-
 def load_key(state_dir: Path | None = None) -> TranscriptKey | None:
     """This installation's key; ``None`` when it has none yet; ``ConfigError`` (one line,
     exit 2) for a key file that must not be used."""
@@ -101,7 +90,8 @@ def load_key(state_dir: Path | None = None) -> TranscriptKey | None:
         )
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError(
-            f"{path}: the transcript key is not a regular file ({_kind(st.st_mode)}); refusing it"
+            f"{path}: the transcript key is not a regular file ({kind_words(st.st_mode)}); "
+            "refusing it"
         )
     try:
         fd = os.open(path, _READ_FLAGS)
@@ -111,7 +101,7 @@ def load_key(state_dir: Path | None = None) -> TranscriptKey | None:
         st = os.fstat(fd)  # what is read is what was checked
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError(
-                f"{path}: the transcript key is not a regular file ({_kind(st.st_mode)}); "
+                f"{path}: the transcript key is not a regular file ({kind_words(st.st_mode)}); "
                 "refusing it"
             )
         if st.st_mode & 0o077:

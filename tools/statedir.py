@@ -1,11 +1,11 @@
 """Where this installation keeps its state: ``$XDG_STATE_HOME/dflash-doctor``
 (``~/.local/state/dflash-doctor`` when the variable is unset or relative).
 
-``agent.session.app_state()`` creates that directory (0700) for the sessions, snapshots
-and health history. This module only names it, without creating anything, for what
-lives below ``agent/`` and must not import it (``tools/`` never does): the transcript key
-(``tools.signing``), which a replay looks up and must not create.
-``tests/test_transcript_seal.py`` checks that both name the same directory.
+The one definition of it: ``agent.session.app_state()`` creates that directory (0700) for
+the sessions, snapshots and health history from ``state_home`` here; this module only
+names it, without creating anything, for what ``tools/`` keeps there (``tools/`` never
+imports ``agent/``): the transcript key (``tools.signing``), which a replay looks up and
+must not create.
 """
 
 from __future__ import annotations

@@ -154,7 +154,8 @@ _KIND_WORDS = {
 }
 
 
-def _kind_words(mode: int) -> str:
+def kind_words(mode: int) -> str:
+    """What a file of ``mode`` is, in words ("a FIFO", "a character device")."""
     if stat.S_ISCHR(mode):
         return "a character device"
     if stat.S_ISBLK(mode):
@@ -193,7 +194,7 @@ def _refuse_mode(mode: int, path: str, opened: bool) -> FileRefused:
     if stat.S_ISDIR(mode):
         return FileRefused("is_a_directory", "is a directory", path, errno.EISDIR)
     what = "not read" if opened else "not opened"
-    return FileRefused("not_a_file", f"not a regular file ({_kind_words(mode)}); {what}", path)
+    return FileRefused("not_a_file", f"not a regular file ({kind_words(mode)}); {what}", path)
 
 
 def open_regular(path: str) -> io.FileIO:
