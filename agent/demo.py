@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from agent.baseline import baseline_store
-from agent.fixes import adapt
-from agent.nodes import Approver
+from agent.doctor import Approver
+from agent.playbook_adapter import adapt
 from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState, FixOutcome

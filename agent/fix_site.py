@@ -17,9 +17,9 @@ from agent.rules.base import Evidence
 from agent.throughput import subject
 from playbooks import Remote, TrainerSite
 from playbooks.base import Measure, overall_median
-from playbooks.remote import ApplyError
 from playbooks.site import running_trainer, site
 from tools.bundle import SweepSpec
+from tools.errors import ApplyError
 from tools.transport.base import Transport
 
 __all__ = ["measure_for", "series_words", "site_for"]

@@ -24,6 +24,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import nodes
 from agent.claims import PREDICATES
+from agent.doctor import Doctor
 from agent.rules.base import Rule
 from agent.state import DiagnosisState
 from tools.errors import ConfigError
@@ -66,7 +67,7 @@ def build_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     fixes: bool = True,
 ) -> Any:
-    graph = StateGraph(DiagnosisState, context_schema=nodes.Doctor)
+    graph = StateGraph(DiagnosisState, context_schema=Doctor)
     graph.add_node("gather", nodes.gather)
     graph.add_node("symptoms", nodes.symptoms)
     graph.add_node("diff_baseline", nodes.diff_baseline)

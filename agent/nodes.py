@@ -1,4 +1,4 @@
-"""The graph's nodes. Each takes the state and the injected ``Doctor`` (collaborators)
+"""The graph's nodes. Each takes the state and the injected ``Doctor`` (``agent.doctor``)
 and returns a partial state update. Side effects (changing a target) happen only in
 ``apply``, after the ``approve`` interrupt, in a node of their own: LangGraph re-runs an
 interrupted node from its start on resume, so nothing before ``interrupt()`` in a node may
@@ -8,83 +8,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
 from agent import symptoms as layer
 from agent import timing
-from agent.baseline import Baselines, Comparable, diff, import_snapshot
+from agent.baseline import diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
-from agent.facts import Fact, Ledger
+from agent.doctor import Doctor
+from agent.facts import Fact
 from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence, Rule
-from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
+from agent.state import Answer, Choice, DiagnosisState, Refusal
 from playbooks.base import FX_TRACE
 from tools.bundle import PROBES
 from tools.errors import DoctorError
+from tools.log import get_logger
 
 if TYPE_CHECKING:
-    from agent.proposer import Proposed
+    pass
 
-log = structlog.get_logger(__name__)
-
-
-class Gatherer(Protocol):
-    """Runs probes on the target and returns their facts, already in the ledger."""
-
-    def __call__(self, only: frozenset[str] | None) -> list[Fact]: ...
-
-
-class Playbook(Protocol):
-    name: str
-    requires: frozenset[str]
-
-    def plan(self, evidence: Evidence) -> FixPlan: ...
-
-    def apply(self, plan: FixPlan, evidence: Evidence) -> FixOutcome: ...
-
-
-class Proposer(Protocol):
-    """Anything besides the rules that proposes hypotheses (an LLM: ``agent.proposer``)."""
-
-    name: str
-
-    def propose(self, evidence: Evidence) -> Proposed: ...
-
-
-Approver = Callable[[FixPlan], tuple[bool, str]] | Literal["human", "never"]
-
-
-@dataclass
-class Doctor:
-    """Everything the graph needs from outside, passed in; nothing is built at import."""
-
-    ledger: Ledger
-    gather: Gatherer
-    rules: Sequence[Rule]
-    comparables: Callable[[Ledger, Sequence[str], float | None], Sequence[Comparable]] = (
-        lambda _l, _i, _b: ()
-    )
-    baselines: Baselines | None = None
-    playbooks: Mapping[str, Playbook] = field(default_factory=dict)
-    approver: Approver = "never"
-    sanitize: Callable[[Fact], Fact] | None = None
-    proposers: Sequence[Proposer] = ()
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def gather_missing(self, have: Sequence[str], needs: frozenset[str]) -> list[Fact]:
-        """Facts for the probes in ``needs`` that no fact in ``have`` comes from yet.
-        Family nodes run side by side; the lock keeps them from sweeping twice."""
-        with self._lock:
-            probes = {self.ledger.get(i).probe for i in have}
-            missing = needs - probes
-            return self.gather(frozenset(missing)) if missing else []
+log = get_logger(__name__)
 
 
 def _evidence(state: DiagnosisState, doctor: Doctor) -> Evidence:
@@ -117,7 +64,7 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
         baseline_ids = imported
     drop = timing.subject_drop(state.symptoms)
     # Without a snapshot, "when it worked" is before the drop: the derived baseline reads
-    # the last checkpoint written before it began (agent.comparables).
+    # the last checkpoint written before it began (agent.diff_keys).
     table = doctor.comparables(
         doctor.ledger, state.facts, drop.began_step if drop is not None else None
     )
@@ -445,5 +392,5 @@ def confirm(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
 
 
 def report(state: DiagnosisState) -> dict[str, Any]:
-    # The report is rendered from the final state by agent.report; nothing to compute.
+    # The report is rendered from the final state by agent.report.build; nothing to compute.
     return {}

@@ -47,12 +47,12 @@ from langgraph.types import Command
 from pydantic import ValidationError
 
 from agent.baseline import Snapshot
-from agent.comparables import comparables
+from agent.diff_keys import comparables
+from agent.doctor import Doctor
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from agent.graph import build_graph
 from agent.hypotheses import Hypothesis
-from agent.nodes import Doctor
 from agent.proposer import Proposed, parse_answer
 from agent.recorded import ill_shaped
 from agent.rules import default_rules

@@ -10,10 +10,10 @@ from typing import Any
 from langgraph.types import Command
 
 from agent.baseline import BaselineStore, baseline_store
-from agent.comparables import comparables
+from agent.diff_keys import comparables
+from agent.doctor import Approver, Doctor, Fixer, Proposer
 from agent.gather import SweepGatherer
 from agent.graph import build_graph, sqlite_checkpointer
-from agent.nodes import Approver, Doctor, Playbook, Proposer
 from agent.rules import default_rules
 from agent.rules.base import Rule
 from agent.session import Session
@@ -36,7 +36,7 @@ def build_doctor(
     spec: SweepSpec,
     *,
     approver: Approver = "never",
-    playbooks: Mapping[str, Playbook] | None = None,
+    playbooks: Mapping[str, Fixer] | None = None,
     rules: Sequence[Rule] | None = None,
     baselines: BaselineStore | None = None,
     proposers: Sequence[Proposer] = (),

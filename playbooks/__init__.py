@@ -6,7 +6,8 @@ from playbooks.base import FileChange, FixOutcome, FixPlan, Playbook, TrainerSit
 from playbooks.lock_warmup import LockWarmup
 from playbooks.process_isolation import ProcessIsolation
 from playbooks.recompile_limit import RecompileLimit
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
+from tools.errors import ApplyError
 
 __all__ = [
     "ApplyError",

@@ -36,7 +36,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_process
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
+from tools.errors import ApplyError
 from tools.parsers import stdoutlog
 from tools.parsers.trainlog import summarize
 from tools.probes import applies  # the doctor's own files on a target, named once

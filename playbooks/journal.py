@@ -27,7 +27,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
+from tools.errors import ApplyError
 from tools.probes.applies import FINAL_STEPS
 
 # Steps, in the order an apply reaches them. An apply that stopped at a step that is not

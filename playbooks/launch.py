@@ -11,8 +11,9 @@ import os
 import shlex
 
 from playbooks.base import TrainerSite
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
 from playbooks.shell_line import Command, ShellLineError, command_at, double_quote_body, quote
+from tools.errors import ApplyError
 
 
 def current(site: TrainerSite, remote: Remote) -> tuple[str, str | None]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
 from playbooks.launch import current, trainer_script, with_flag
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
+from tools.errors import ApplyError
 
 
 class ProcessIsolation:

@@ -26,8 +26,9 @@ from typing import Any
 from playbooks.base import FileChange, Signature, TrainerSite, unified
 from playbooks.launch import current as current_launch
 from playbooks.launch import exec_words, trainer_script, with_flag
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
 from tools.bundle import SweepSpec, sweep
+from tools.errors import ApplyError
 
 WARNING = Signature("recompile_limit", "recompile-limit warning")
 _LIMIT = re.compile(r"hit config\.recompile_limit \((\d+)\)")

@@ -15,13 +15,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tools.errors import DoctorError
+from tools.errors import ApplyError
 from tools.transport.base import Transport
-
-
-class ApplyError(DoctorError):
-    """A change on the target could not be made (or undone) as planned."""
-
 
 _PROGRAM = r"""
 import base64, errno, hashlib, json, os, signal, stat, subprocess, sys, time

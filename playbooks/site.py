@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from playbooks.base import TrainerSite
-from playbooks.remote import ApplyError
+from tools.errors import ApplyError
 from tools.probes.applies import STATE_DIR
 
 __all__ = ["REDACTED", "running_trainer", "script_from_command", "script_from_process", "site"]

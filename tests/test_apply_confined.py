@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
 from tests.sshd import SSHServer
 from tests.test_ssh import options
+from tools.errors import ApplyError
 from tools.transport import LocalTransport, SSHTransport
 
 

@@ -18,7 +18,8 @@ import pytest
 
 from agent.baseline import baseline_store
 from agent.facts import Ledger
-from agent.report import build_report, render_markdown
+from agent.report.build import build_report
+from agent.report.markdown import render_markdown
 from agent.runner import build_doctor, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState

@@ -17,7 +17,7 @@ import pytest
 
 from agent.baseline import diff
 from agent.claims import Claim, Ref, VersionDiffers, check, resolve
-from agent.comparables import comparables
+from agent.diff_keys import comparables
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, verify
 from agent.rules.base import Evidence
@@ -224,7 +224,8 @@ def test_version_claim_on_text_that_is_no_version_is_unverifiable() -> None:
 def diagnose_foreign(tmp_path: Path, recorded_torch: str) -> tuple[Any, Ledger, str]:
     """The real probes and graph on a checkpoint directory no reference trainer wrote:
     ``outputs/step_100/meta.json`` holding ``{"torch": recorded_torch}``."""
-    from agent.report import build_report, render_markdown
+    from agent.report.build import build_report
+    from agent.report.markdown import render_markdown
     from agent.runner import build_doctor, run_session
     from agent.session import Session, SessionConfig
     from agent.state import DiagnosisState

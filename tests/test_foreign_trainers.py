@@ -21,7 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agent.report import SCHEMA
+from agent.report.model import SCHEMA
 from tests.foreign_trainers import CLI, Workspace, cli
 from tests.torch_error_texts import RECOMPILE_LIMIT, RECOMPILE_LIMIT_OLD
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from langgraph.types import Command
 
 from agent.claims import AtLeast, Claim, Ref
+from agent.doctor import Doctor
 from agent.facts import Fact, Ledger
 from agent.graph import build_graph, sqlite_checkpointer
 from agent.hypotheses import TITLES, Hypothesis, Kind
-from agent.nodes import Doctor
-from agent.report import build_report
+from agent.report.build import build_report
 from agent.rules.base import Evidence
 from agent.state import DiagnosisState, FixOutcome, FixPlan
 from agent.symptoms import EXPLAINS_DROP

@@ -15,16 +15,17 @@ from typing import Any
 import pytest
 import structlog
 
-from agent import health_check, runner
+from agent import runner
 from agent.baseline import baseline_store
 from agent.cli import main
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from agent.graph import build_graph
-from agent.health import plan_targets, run_health
-from agent.health_check import Cancel, HealthTarget, check_target, not_checked
-from agent.health_fleet import run_fleet
-from agent.health_model import TargetResult, exit_code
+from agent.health import check as health_check
+from agent.health.check import Cancel, HealthTarget, check_target, not_checked
+from agent.health.fleet import run_fleet
+from agent.health.model import TargetResult, exit_code
+from agent.health.run import plan_targets, run_health
 from agent.rules import default_rules
 from agent.session import Session, SessionConfig
 from tools.bundle import SweepSpec

@@ -14,10 +14,8 @@ from typing import Any
 
 import pytest
 
-import agent
-from agent import health_junit, health_markdown, health_prom
-from agent.health_history import HealthHistory
-from agent.health_model import (
+from agent.health.history import HealthHistory
+from agent.health.model import (
     Check,
     Cited,
     CitedFact,
@@ -27,13 +25,17 @@ from agent.health_model import (
     TargetResult,
     TrendPoint,
 )
-from agent.health_output import FILES, trend_name, write
-from agent.health_trend import sparkline, svg
+from agent.health.output import junit as health_junit
+from agent.health.output import markdown as health_markdown
+from agent.health.output import prom as health_prom
+from agent.health.output.formats import trend_name, write
+from agent.health.output.names import FILES
+from agent.health.output.trend import sparkline, svg
 from agent.rules import default_rules
 from tests.conftest import need
 
 T0 = datetime(2026, 11, 28, 2, 0, tzinfo=UTC)
-XSD = Path(agent.__file__).parent / health_junit.XSD
+XSD = Path(health_junit.__file__).with_name(health_junit.XSD)
 FAMILIES = [r.kind for r in default_rules()]
 
 

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 import agent
-from agent import health_junit
 from agent.baseline import baseline_store
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
-from agent.health_check import deadline_sweep
+from agent.health.check import deadline_sweep
+from agent.health.output import junit as health_junit
 from tests.conftest import need
 from tests.sshd import SSHServer, free_port
 from tests.test_cli import cli

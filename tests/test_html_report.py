@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from agent.facts import Fact, Ledger, latest
-from agent.html_report import (
+from agent.recorded import load_recorded
+from agent.report.build import build_report
+from agent.report.html import (
     BASELINE,
     MARK_STYLES,
     NOW_COLORS,
@@ -31,8 +33,6 @@ from agent.html_report import (
     throughput_series,
     unplaced_crashes,
 )
-from agent.recorded import load_recorded
-from agent.report import build_report
 from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playbooks.launch import exec_words, with_env, with_flag
-from playbooks.remote import ApplyError
+from tools.errors import ApplyError
 
 DUMP = """import json, os, sys
 with open(os.environ["DUMP_TO"], "w") as fh:

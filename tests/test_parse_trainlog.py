@@ -17,15 +17,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_probe_support import train_log_lines
+from tools.bundle import SweepSpec, build_plan, sweep
 from tools.parsers import trainlog
+from tools.parsers._trainlog import values
+from tools.probes import trainlog as trainlog_probe
+from tools.probes._common import Context
 from tools.probes._runner import _jsonable
+from tools.transport.local import LocalTransport
 
 
 def summarize(tmp_path: Path, content: str | bytes, **kw: Any) -> dict[str, Any]:
     p = tmp_path / "train_log.jsonl"
     p.write_bytes(content.encode() if isinstance(content, str) else content)
     with io.FileIO(str(p), "r") as f:
-        return trainlog.summarize(f, **kw)
+        return trainlog.summarize_log(f, **kw)
 
 
 def jsonl(records: list[dict[str, Any]]) -> str:
@@ -148,7 +153,7 @@ def test_fifty_megabyte_line(tmp_path: Path) -> None:
         f.write(b'{"blob": "' + b"a" * (50 << 20) + b'"}\n')
         f.write(b'{"step": 2, "tok/s": 10}\n')
     with io.FileIO(str(p), "r") as f:
-        out = trainlog.summarize(f)
+        out = trainlog.summarize_log(f)
     assert out["malformed_by_reason"] == {"overlong": 1}
     assert out["records"] == 2 and out["steps"]["last"] == 2
 
@@ -216,7 +221,7 @@ def test_multi_gigabyte_log_reads_tail_first_in_bounded_memory(tmp_path: Path) -
         import io, json
         from tools.parsers import trainlog
         with io.FileIO({str(p)!r}, "r") as f:
-            out = trainlog.summarize(f)
+            out = trainlog.summarize_log(f)
         # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking
         # (pytest) process, while VmHWM belongs to this process image alone.
         hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0]
@@ -258,9 +263,9 @@ def test_parallel_pieces_give_the_sequential_summary(tmp_path: Path, workers: in
     p = tmp_path / "train_log.jsonl"
     p.write_text(content)
     with io.FileIO(str(p), "r") as f:
-        one = trainlog.summarize(f, workers=1)
+        one = trainlog.summarize_log(f, workers=1)
     with io.FileIO(str(p), "r") as f:
-        many = trainlog.summarize(f, workers=workers)
+        many = trainlog.summarize_log(f, workers=workers)
     skip = {"windows", "offset", "window_records"}
     assert _without(many, skip) == _without(one, skip)
     assert many["steps"]["restarts"] == 3 and many["malformed"] == 2
@@ -273,7 +278,7 @@ def test_parallel_head_and_tail(tmp_path: Path) -> None:
     p = tmp_path / "train_log.jsonl"
     p.write_text(jsonl(recs))
     with io.FileIO(str(p), "r") as f:
-        out = trainlog.summarize(f, max_scan=400_000, head=100_000, workers=3)
+        out = trainlog.summarize_log(f, max_scan=400_000, head=100_000, workers=3)
     assert out["coverage"]["mode"] == "head+tail"
     assert out["steps"]["restarts"] == 0 and out["time"]["gaps"] == []
     assert out["steps"]["last"] == 29999 and out["records"] < 30000
@@ -288,13 +293,32 @@ def test_orjson_and_stdlib_give_the_same_summary(
     p = tmp_path / "train_log.jsonl"
     p.write_text(content)
     with io.FileIO(str(p), "r") as f:
-        fast = trainlog.summarize(f, workers=1)
-    monkeypatch.setattr(trainlog, "_block_loads", json.loads)
-    monkeypatch.setattr(trainlog, "DECODER", "json")
+        fast = trainlog.summarize_log(f, workers=1)
+    monkeypatch.setattr(values, "block_loads", json.loads)
+    monkeypatch.setattr(values, "DECODER", "json")
     with io.FileIO(str(p), "r") as f:
-        slow = trainlog.summarize(f, workers=1)
+        slow = trainlog.summarize_log(f, workers=1)
     assert _without(fast, {"decoder"}) == _without(slow, {"decoder"})
     assert slow["loss"]["nonfinite"] == 1
+
+
+def test_the_bundle_carries_every_module_of_the_parser(tmp_path: Path) -> None:
+    """On a target the parser runs from the bundle's sources, its package a bare
+    namespace there: sent in one round trip, the trainlog probe summarises a damaged,
+    restarted log exactly as it does in this process."""
+    lines = train_log_lines(range(0, 400))
+    lines[500] = "garbage {"
+    lines[900:900] = train_log_lines(range(10, 20), t0=1.7e9 + 9000)
+    p = tmp_path / "train_log.jsonl"
+    p.write_text("\n".join(lines) + '\n{"step": 1, "dev')
+    spec = SweepSpec(interpreter=sys.executable, train_log=str(p))
+    shipped = sweep(LocalTransport(), spec, only=["trainlog"])["trainlog"]
+    assert shipped.ok, shipped.error
+    params = build_plan(spec, only=["trainlog"]).probes[0].params
+    assert params is not None
+    here = trainlog_probe.collect(dict(params), Context())
+    assert json.loads(json.dumps(_jsonable(here))) == shipped.value
+    assert here["steps"]["restarts"] == 3 and here["malformed"] == 2
 
 
 def test_two_values_on_one_line_are_malformed(tmp_path: Path) -> None:
@@ -316,8 +340,8 @@ def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """Both block parsers the bundle may run with: orjson where the target has it, the
     stdlib's json where it does not (the line-by-line path is the stdlib's either way)."""
     if request.param == "json":
-        monkeypatch.setattr(trainlog, "_block_loads", json.loads)
-        monkeypatch.setattr(trainlog, "DECODER", "json")
+        monkeypatch.setattr(values, "block_loads", json.loads)
+        monkeypatch.setattr(values, "DECODER", "json")
     return str(request.param)
 
 
@@ -389,9 +413,9 @@ def test_bad_records_in_every_forked_piece(tmp_path: Path) -> None:
     p = tmp_path / "train_log.jsonl"
     p.write_text("\n".join(lines) + "\n")
     with io.FileIO(str(p), "r") as f:
-        one = trainlog.summarize(f, workers=1)
+        one = trainlog.summarize_log(f, workers=1)
     with io.FileIO(str(p), "r") as f:
-        many = trainlog.summarize(f, workers=3)
+        many = trainlog.summarize_log(f, workers=3)
     skip = {"windows", "offset", "window_records"}
     assert _without(many, skip) == _without(one, skip)
     assert many["malformed_by_reason"] == {"too_deep": 3}
@@ -406,14 +430,14 @@ def test_trainer_state_with_bad_content(tmp_path: Path) -> None:
     p = tmp_path / "trainer_state.json"
     p.write_text('{"log_history": [{"step": 1, "loss": 1.0, "x": ' + DEEP + "}]}")
     with io.FileIO(str(p), "r") as f:
-        deep = trainlog.summarize(f)
+        deep = trainlog.summarize_log(f)
     assert deep["malformed_by_reason"] == {"too_deep": 1} and deep["records"] == 0
     p.write_text(
         '{"global_step": ' + BIG + ', "log_history": [{"step": 1, "loss": 1' + "0" * 400 + "},"
         ' {"step": 2, "loss": 1.5}]}'
     )
     with io.FileIO(str(p), "r") as f:
-        big = trainlog.summarize(f)
+        big = trainlog.summarize_log(f)
     assert big["records"] == 2 and big["loss"]["count"] == 1 and big["loss"]["max"] == 1.5
     assert big["unusable_numbers"]["by_field"] == {"loss": 1}
     json.dumps(big)
@@ -436,7 +460,7 @@ def test_text_log_with_a_bad_line(tmp_path: Path, bad: str) -> None:
     p = tmp_path / "train.log"
     p.write_text(good + bad + "\n" + good.replace("step ", "step 1"))
     with io.FileIO(str(p), "r") as f:
-        out = trainlog.summarize(f)
+        out = trainlog.summarize_log(f)
     assert out["format"] == "text"
     assert out["throughput"]["median"] == 100.0 and out["steps"]["max"] == 12
     json.dumps(out, allow_nan=False)
@@ -447,7 +471,7 @@ def test_deep_first_line_of_an_unnamed_log(tmp_path: Path) -> None:
     p = tmp_path / "log.txt"
     p.write_text('{"step": 0, "x": ' + DEEP + "}\n" + _good(range(1, 4)))
     with io.FileIO(str(p), "r") as f:
-        out = trainlog.summarize(f)
+        out = trainlog.summarize_log(f)
     assert out["format"] == "jsonl" and out["records"] == 3
     assert out["malformed_by_reason"] == {"too_deep": 1}
 
@@ -494,13 +518,13 @@ def test_any_line_is_a_record_or_damage(lines: list[bytes], sep: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "train_log.jsonl"
         p.write_bytes(b"".join(ln + sep for ln in clean))
-        for block_loads in (trainlog._block_loads, json.loads):
-            saved = trainlog._block_loads
-            trainlog._block_loads = block_loads
+        for block_loads in (values.block_loads, json.loads):
+            saved = values.block_loads
+            values.block_loads = block_loads
             try:
                 with io.FileIO(str(p), "r") as f:
-                    out = trainlog.summarize(f, workers=1)
+                    out = trainlog.summarize_log(f, workers=1)
             finally:
-                trainlog._block_loads = saved
+                values.block_loads = saved
             assert out["records"] + out["blank_lines"] + out["malformed"] == len(clean), out
             json.dumps(_jsonable(out), allow_nan=False)  # as the probe ships it

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from playbooks.launch import exec_words, trainer_script, with_env, with_flag
-from playbooks.remote import ApplyError, Remote
+from playbooks.remote import Remote
 from playbooks.site import running_trainer, script_from_command, script_from_process, site
+from tools.errors import ApplyError
 from tools.transport import LocalTransport
 
 HEADER = "#!/bin/sh\n# Written by dflash-doctor from the profile's launch command.\nset -e\n"

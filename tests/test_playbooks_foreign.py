@@ -31,11 +31,11 @@ import pytest
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
 from playbooks.base import FX_ERROR, FileChange, unified
 from playbooks.launch import current, with_flag
-from playbooks.remote import ApplyError
 from playbooks.site import running_trainer, site
 from tests.test_cli import cli
 from tests.test_interpreter import make_venv
 from tools.bundle import SweepSpec, sweep
+from tools.errors import ApplyError
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]

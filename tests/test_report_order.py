@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 
 from agent.baseline import Comparable, DiffEntry, Snapshot
 from agent.claims import AtLeast, Claim, Ref, check
+from agent.doctor import Doctor
 from agent.facts import Fact, Ledger
 from agent.graph import build_graph
 from agent.hypotheses import Hypothesis, verify
-from agent.nodes import Doctor
-from agent.report import build_report, render_markdown
+from agent.report.build import build_report
+from agent.report.markdown import render_markdown
 from agent.state import DiagnosisState
 
 
@@ -127,9 +128,9 @@ def test_every_output_cites_a_fact_once() -> None:
     from rich.console import Console
 
     from agent.claims import with_cites
-    from agent.guided import show
-    from agent.html_report import render_html
-    from agent.report import ClaimDoc, HypothesisDoc, Line, Report, Section
+    from agent.report.html import render_html
+    from agent.report.model import ClaimDoc, HypothesisDoc, Line, Report, Section
+    from agent.report.terminal import show
 
     text = "FX-trace error lines = 2 [F-fc80] ≥ 1"
     assert with_cites(text, ["F-fc80"]) == text
@@ -162,11 +163,11 @@ def test_the_shipped_schema_is_the_models_and_the_validator_refuses_a_bad_docume
     import jsonschema
     import pytest
 
-    from agent.report import SCHEMA, report_schema
+    from agent.report.model import SCHEMA, report_schema
 
     shipped = json.loads(SCHEMA.read_text())
     assert shipped == json.loads(json.dumps(report_schema())), (
-        "agent/report.schema.json is stale: write report_schema() to it"
+        "agent/report/schema.json is stale: write report_schema() to it"
     )
     good = {
         "target": "local",

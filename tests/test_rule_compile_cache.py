@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.baseline import diff
-from agent.comparables import comparables
+from agent.diff_keys import comparables
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, verify
 from agent.rules.base import Evidence

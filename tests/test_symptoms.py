@@ -161,7 +161,7 @@ def test_no_windows_no_symptoms() -> None:
 def test_a_nightly_check_calls_a_verified_drop_a_regression(tmp_path: Path) -> None:
     """Health: a drop of the judged throughput fails the symptoms check, explained or
     not; a steady run passes it, saying so."""
-    from agent.health_check import _symptom_check
+    from agent.health.check import _symptom_check
     from agent.state import DiagnosisState
 
     ledger = Ledger()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent.baseline import diff
-from agent.comparables import RECORDED_THROUGHPUT, comparables, drafter_group
+from agent.diff_keys import RECORDED_THROUGHPUT, comparables, drafter_group
 from agent.facts import Fact, Ledger
 from agent.hypotheses import verify
 from agent.rules.base import Evidence

@@ -11,7 +11,7 @@ from typing import Any
 
 from agent import timing
 from agent.baseline import DiffEntry, diff
-from agent.comparables import comparables
+from agent.diff_keys import comparables
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence

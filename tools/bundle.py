@@ -42,11 +42,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from tools.errors import UsageError
 from tools.interpreter import bundle_argv, discovery_argv, shown
+from tools.log import get_logger
 from tools.probes import ON_DEMAND, PROBES, module
 from tools.probes._runner import FORMAT, SENTINEL
 from tools.transport.base import CommandResult, Transport, digest
@@ -65,7 +65,7 @@ __all__ = [
     "sweep",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 PACKAGE = "_dflash_doctor_bundle"
 _TOOLS = Path(__file__).resolve().parent

@@ -16,6 +16,7 @@ It lives in the lowest layer (``tools/``) because facts travel one way
     │   ├── ConnectionLost         the connection dropped while a command ran
     │   ├── NotRecorded            replay: the command is not in the transcript
     │   └── ReadOnlyViolation      read-only mode: the command is not registered as read-only
+    ├── ApplyError                 a change on the target could not be made (or undone) as planned
     ├── LedgerError                the fact ledger cannot be read or written
     └── TranscriptError            a transcript is unreadable, truncated or tampered with
 
@@ -87,6 +88,11 @@ class ReadOnlyViolation(TransportError):
 
     # Like a replay's refusal: the check could not be carried out as asked.
     exit_code = 2
+
+
+class ApplyError(DoctorError):
+    """A change on the target could not be made (or undone) as planned: a fix's apply,
+    rollback or recovery stopped, and the message says at which step and why."""
 
 
 class LedgerError(DoctorError):

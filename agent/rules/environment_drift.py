@@ -12,7 +12,7 @@ nothing said the trainer kept a record to compare with.
 from __future__ import annotations
 
 from agent.claims import MISSING, Claim, Differs, Ref, VersionDiffers, resolve
-from agent.comparables import ENVIRONMENT_KEYS, STATIC, VERSION_KEYS
+from agent.diff_keys import ENVIRONMENT_KEYS, STATIC, VERSION_KEYS
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence

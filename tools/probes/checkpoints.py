@@ -149,7 +149,7 @@ def saved_environment(
 def records_a_finished_save(step: Mapping[str, Any]) -> bool:
     """A step entry whose save finished and whose records were read: what the derived
     baseline may come from (here, and in the controller's choice of the checkpoint before
-    a drop, ``agent.comparables.checkpoint_before``)."""
+    a drop, ``agent.diff_keys.checkpoint_before``)."""
     return (
         bool(step.get("canonical"))
         and not step.get("incomplete")

@@ -27,13 +27,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import structlog
-
 from tools.bundle import Plan, SweepSpec, build_plan, render
 from tools.errors import ReadOnlyViolation
+from tools.log import get_logger
 from tools.transport.base import CommandResult, Transport
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 __all__ = ["ReadOnlyCommand", "ReadOnlyTransport", "probe_bundle", "render_bundle"]
 

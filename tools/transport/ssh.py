@@ -19,12 +19,10 @@ import shlex
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import paramiko
-import structlog
 from fabric import Config, Connection
 from tenacity import (
     RetryCallState,
@@ -45,10 +43,12 @@ from tools.errors import (
     UsageError,
 )
 from tools.localfile import read_regular
+from tools.log import get_logger
 from tools.transport.base import CommandResult, digest
 from tools.transport.known_hosts import load as load_known_hosts
+from tools.transport.ssh_options import SSHOptions
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _CHUNK = 1 << 16
 
@@ -69,28 +69,6 @@ def _config(path: str | None) -> Config:
         return Config(runtime_ssh_path=path)
     except (ValueError, paramiko.SSHException) as exc:
         raise UsageError(f"{path}: not a usable ssh config: {exc}") from None
-
-
-@dataclass(frozen=True)
-class SSHOptions:
-    """How to reach SSH hosts. Defaults follow OpenSSH, except that an unknown host key
-    is refused unless ``accept_new_host_key`` is set (OpenSSH would ask a human)."""
-
-    connect_timeout: float = 10.0
-    banner_timeout: float = 10.0
-    auth_timeout: float = 10.0
-    channel_timeout: float = 10.0
-    keepalive: int = 15
-    retries: int = 3
-    backoff_initial: float = 0.5
-    backoff_max: float = 8.0
-    accept_new_host_key: bool = False
-    known_hosts: str | None = None
-    identity_file: str | None = None
-    ssh_config: str | None = None  # None: ~/.ssh/config as fabric loads it
-    # All connecting, every attempt and its waits, within this many seconds (a command's
-    # --timeout bounds reaching the host too, not only the command).
-    connect_deadline: float | None = None
 
 
 class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]

@@ -10,13 +10,12 @@ import math
 import time
 from collections.abc import Sequence
 
-import structlog
-
 from tools.errors import CommandTimeout
+from tools.log import get_logger
 from tools.transport.base import CommandResult, Transport, digest
 from tools.transport.hops import Hop
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # Seconds between the remote `timeout` sending TERM and KILL, and the extra time the
 # client waits so that the remote side, which knows best, gets to stop the command first.

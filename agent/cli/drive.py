@@ -1,0 +1,131 @@
+"""Driving a diagnosis session to its report, for ``diagnose`` and ``resume``: build the
+collaborators, run the graph, ask its questions at a terminal, print the report."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+
+from agent.fix_site import site_for
+from agent.playbook_adapter import adapt
+from agent.proposer import LLMProposer, load_model
+from agent.report import terminal as guided
+from agent.report.build import build_report
+from agent.report.markdown import render_markdown
+from agent.runner import build_doctor, record_outcome, run_session
+from agent.session import Session
+from playbooks import default_playbooks
+from tools.errors import UsageError
+from tools.probes import PROBES
+
+if TYPE_CHECKING:
+    from agent.doctor import Doctor
+    from agent.state import DiagnosisState
+
+
+def drive(
+    session: Session,
+    start: DiagnosisState | None,
+    fmt: str,
+    interactive: bool,
+    answer: bool | None = None,
+) -> None:
+
+    assert session.config is not None and session.config.spec is not None
+    err = Console(stderr=True)
+    try:
+        transport = session.target(session.config.target)
+        spec = session.config.spec
+        # Fixes need to know where the trainer lives: its workspace, launch and logs, from
+        # the profile and the facts when a plan is made (agent.fix_site). Without a
+        # workspace, the diagnosis still runs and no playbook is offered.
+        playbooks = (
+            adapt(default_playbooks(), site_for(spec, transport), transport)
+            if spec.workspace
+            else {}
+        )
+        proposers = (
+            [LLMProposer(load_model(session.config.proposer), PROBES)]
+            if session.config.proposer
+            else []
+        )
+        doctor = build_doctor(
+            session,
+            transport,
+            spec,
+            approver="human",
+            playbooks=playbooks,
+            proposers=proposers,
+        )
+        reply = None
+        if answer is not None:
+            pending = _pending_question(session, doctor)
+            if pending is not None and pending.get("question") == "next":
+                raise UsageError(
+                    f"session {session.id} waits at the menu, not for an approval: "
+                    f"run `dflash-doctor resume {session.id}` in a terminal"
+                )
+            reply = {"approve": answer, "digest": (pending or {}).get("plan", {}).get("digest")}
+        outcome = run_session(session, doctor, start=start, answer=reply)
+        while outcome.paused is not None and interactive:
+            question = outcome.paused
+            if question.get("question") == "next":
+                guided.show(err, build_report(outcome.state, session.ledger, session.id))
+                reply = guided.ask_next(question, _prompt, err.print)
+            else:
+                plan = question.get("plan", {})
+                err.print(
+                    f"fix {plan.get('playbook')} answers {plan.get('hypothesis')}: "
+                    + "; ".join(plan.get("steps", [])),
+                    markup=False,
+                )
+                for change in plan.get("changes", []):
+                    err.print(change.get("diff", ""), markup=False)
+                ok = typer.confirm("apply this fix?", default=False, err=True)
+                reply = {"approve": ok, "digest": plan.get("digest")}
+            outcome = run_session(session, doctor, answer=reply)
+        if outcome.paused is None:
+            # A paused session is not finished: its outcome (the plan, the answer, what
+            # the fix did) is recorded once, when ``resume`` finishes it.
+            record_outcome(session, outcome.state)
+    finally:
+        session.close()
+    report = build_report(outcome.state, session.ledger, session.id)
+    if fmt == "json":
+        typer.echo(report.model_dump_json(indent=1))
+    else:
+        Console().print(Markdown(render_markdown(report)))
+    if outcome.paused is not None:
+        if outcome.paused.get("question") == "next":
+            hint = f"paused at the menu: run `dflash-doctor resume {session.id}` in a terminal"
+        else:
+            hint = (
+                f"paused for approval: dflash-doctor resume {session.id} --approve (or --decline)"
+            )
+        typer.echo(hint, err=True)
+    elif outcome.state.verdict is None:
+        raise typer.Exit(1)  # no verdict reached (see the log for why)
+
+
+def _prompt(text: str) -> str:
+    """A line from the terminal; end of input is the answer "stop"."""
+    try:
+        return str(typer.prompt(text, default="", show_default=False, err=True))
+    except (typer.Abort, EOFError):
+        return "stop"
+
+
+def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None:
+    from agent.graph import build_graph, sqlite_checkpointer
+
+    graph = build_graph(doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path))
+    snapshot_ = graph.get_state({"configurable": {"thread_id": session.id}})
+    for task in snapshot_.tasks:
+        for interrupt_ in task.interrupts:
+            value = interrupt_.value
+            if isinstance(value, dict):
+                return value
+    return None

@@ -1,0 +1,41 @@
+"""``dflash-doctor report``: render a recorded session as Markdown, HTML or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli.options import MdHtmlOrJson
+from tools.errors import UsageError
+
+HELP = "Render a recorded session as a report (md, html or json)."
+
+
+def report(
+    path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
+    fmt: MdHtmlOrJson = "md",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
+) -> None:
+    from agent.recorded import load_recorded
+    from agent.report.build import build_report
+    from agent.report.html import render_html
+    from agent.report.markdown import render_markdown
+
+    recorded = load_recorded(path)
+    built = build_report(recorded.state, recorded.ledger, str(recorded.header.get("session")))
+    if fmt == "json":
+        text = built.model_dump_json(indent=1)
+    elif fmt == "html":
+        text = render_html(built, recorded.state, recorded.ledger)
+    else:
+        text = render_markdown(built)
+    if out is None:
+        typer.echo(text)
+    else:
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{out}: cannot write the report: {exc.strerror}") from None
+        typer.echo(f"wrote {out}", err=True)

@@ -1,0 +1,32 @@
+"""What the commands that reach a target share: the session they record into and the line
+that says which settings apply."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from tools.log import bind_contextvars
+
+if TYPE_CHECKING:
+    from agent.session import Session
+    from agent.targets import Resolved
+    from tools.transport.ssh_options import SSHOptions
+
+
+def open_session(command: str, resolved: Resolved, ssh: SSHOptions) -> Session:
+    from agent.session import Session
+
+    session = Session(
+        ssh=ssh,
+        header={"command": command, "target": str(resolved.uri)},
+        redact_hosts=[resolved.uri.host] if resolved.uri.host else [],
+    )
+    bind_contextvars(session=session.id)
+    return session
+
+
+def say_settings(resolved: Resolved) -> None:
+    """Which profile (or none) the command runs with: a --config never applies silently."""
+    typer.echo(f"settings: {resolved.settings}", err=True)

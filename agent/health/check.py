@@ -1,0 +1,530 @@
+"""Check one target, read-only: the sweep, the baseline diff and the rule base, with no
+plan, approval or apply path at all.
+
+Three locks keep a health check from changing a target, each enough on its own:
+the graph is built with ``fixes=False`` (no plan/approve/apply nodes exist), the doctor
+holds no playbooks and an approver that always says no, and the only transport it holds
+is a ``ReadOnlyTransport`` that carries nothing but this target's probe bundle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shlex
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agent import applies
+from agent.baseline import baseline_store
+from agent.claims import resolve
+from agent.diff_keys import comparables
+from agent.doctor import Doctor
+from agent.facts import Fact, Ledger, latest, observed
+from agent.gather import SweepGatherer
+from agent.health.model import (
+    APPLIES_CHECK,
+    SWEEP_CHECK,
+    SYMPTOMS_CHECK,
+    SYMPTOMS_TITLE,
+    Check,
+    Cited,
+    CitedFact,
+    Metric,
+    TargetResult,
+)
+from agent.hypotheses import TITLES, Hypothesis
+from agent.rules import default_rules
+from agent.rules.base import Rule
+from agent.runner import record_outcome, run_session
+from agent.session import Session, SessionConfig, ssh_dict
+from agent.state import DiagnosisState
+from agent.throughput import primary_entry, subject
+from tools.bundle import SweepResult, SweepSpec, build_plan, parse_output, sweep
+from tools.errors import CommandTimeout, DoctorError, TransportError
+from tools.log import get_logger
+from tools.transport import SSHOptions, Transport
+from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
+
+log = get_logger(__name__)
+
+# Kept back from a target's time limit for what follows the sweep (the rules, the
+# transcript): at most this many seconds, at most this share of the limit. A sweep that
+# still overruns (the client waits a grace beyond the remote ``timeout``, see Target) is
+# stopped by the fleet's hard deadline.
+_AFTER_SWEEP = 15.0
+_AFTER_SWEEP_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class HealthTarget:
+    label: str
+    """How results name it: the profile name, or the URI as given."""
+    uri: str
+    spec: SweepSpec
+    baseline: str
+
+
+class Cancel:
+    """Lets the scheduler stop a check that ran past its time limit: closing the
+    transport makes an SSH command in flight fail at once (``ConnectionLost``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._transport: Transport | None = None
+        self.cancelled = False
+        self.session: Session | None = None  # so a timed-out result can name its session
+
+    def attach(self, transport: Transport, session: Session | None = None) -> None:
+        with self._lock:
+            self._transport = transport
+            self.session = session
+            cancelled = self.cancelled
+        if cancelled:
+            transport.close()
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            transport = self._transport
+        if transport is not None:
+            transport.close()
+
+
+def bounded_ssh(ssh: SSHOptions, limit: float) -> SSHOptions:
+    """SSH options whose every wait fits in the target's time limit."""
+    cap = max(1.0, limit / 2)
+    return dataclasses.replace(
+        ssh,
+        connect_timeout=min(ssh.connect_timeout, cap),
+        banner_timeout=min(ssh.banner_timeout, cap),
+        auth_timeout=min(ssh.auth_timeout, cap),
+        channel_timeout=min(ssh.channel_timeout, cap),
+    )
+
+
+def check_target(
+    target: HealthTarget,
+    *,
+    ssh: SSHOptions,
+    deadline: float,
+    cancel: Cancel | None = None,
+    rules: Sequence[Rule] | None = None,
+) -> TargetResult:
+    """Check ``target`` before ``deadline`` (``time.monotonic()``); never raises for a
+    target that cannot be checked: that is a result (``could_not_check``)."""
+    started_at = datetime.now(UTC)
+    started = time.monotonic()
+    rules = list(rules if rules is not None else default_rules())
+    bound = log.bind(target=target.label)
+    session: Session | None = None
+    try:
+        baselines = baseline_store()
+        baselines.load(target.baseline)  # a missing baseline: could not check, say why
+        session = Session.create(
+            SessionConfig(
+                command="health",
+                target=target.uri,
+                mode="health",
+                spec=target.spec,
+                baseline=target.baseline,
+                ssh=ssh_dict(ssh),
+            )
+        )
+        bound = bound.bind(session=session.id)
+        guard = guarded(session, target)
+        if cancel is not None:
+            cancel.attach(guard, session)
+        reserve = min(_AFTER_SWEEP, (deadline - started) * _AFTER_SWEEP_SHARE)
+        gatherer = SweepGatherer(
+            guard, target.spec, session.ledger, run_sweep=deadline_sweep(deadline - reserve)
+        )
+        doctor = Doctor(
+            ledger=session.ledger,
+            gather=gatherer,
+            rules=rules,
+            comparables=comparables,
+            baselines=baselines,
+            playbooks={},
+            approver="never",
+        )
+        start = DiagnosisState(target=target.uri, mode="health", baseline=target.baseline)
+        state = run_session(session, doctor, start=start, fixes=False).state
+        record_outcome(session, state)
+    except (DoctorError, OSError) as exc:
+        reason = _reason(exc)
+        bound.warning("health_not_checked", reason=reason)
+        return _unchecked(target, started_at, started, reason, session, rules)
+    except Exception as exc:  # one target's bug must not cost the other targets' results
+        bound.exception("health_internal_error")
+        reason = f"internal error: {type(exc).__name__}: {exc}"
+        return _unchecked(target, started_at, started, reason, session, rules)
+    finally:
+        if session is not None:
+            session.close()
+    result = summarize(target, state, session, started_at, time.monotonic() - started, rules)
+    # A warning when not healthy: with -q, that is what a cron mail or a journal shows.
+    emit = bound.info if result.status == "healthy" else bound.warning
+    emit("health_checked", status=result.status, reason=result.reason)
+    return result
+
+
+def guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
+    """The only transport a health check holds: ``target``'s probe bundle, recorded in
+    ``session``; a refused command is written to the transcript before it raises."""
+
+    def refused(argv: tuple[str, ...], stdin_digest: str) -> None:
+        session.record({"type": "refused", "argv": list(argv), "stdin_digest": stdin_digest})
+
+    return ReadOnlyTransport(
+        session.target(target.uri), [probe_bundle(target.spec)], on_refused=refused
+    )
+
+
+def deadline_sweep(deadline: float) -> Any:
+    """``tools.bundle.sweep`` with a timeout that ends by ``deadline``
+    (``time.monotonic()``), rendering the bundle one thread at a time (``render_bundle``:
+    checks of several targets run side by side)."""
+
+    def run(transport: Transport, spec: SweepSpec, only: Iterable[str] | None = None) -> Any:
+        plan = build_plan(spec, only)
+        if not plan.runnable():
+            return sweep(transport, spec, only=only)  # sends nothing, renders nothing
+        left = deadline - time.monotonic()
+        if left < 1:
+            raise CommandTimeout("no time left in the target's time limit for the sweep")
+        script = render_bundle(plan)
+        bound = log.bind(target=getattr(transport, "name", "?"))
+        bound.info("sweep_started", probes=[p.name for p in plan.runnable()], bytes=len(script))
+        raw = transport.run(plan.argv, stdin=script, timeout=min(plan.budget(), left))
+        result: SweepResult = parse_output(raw, plan)
+        bound.info("sweep_finished", rc=raw.rc, duration=round(raw.duration, 3))
+        return result
+
+    return run
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TransportError):
+        return f"{type(exc).__name__}: {exc}"
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _unchecked(
+    target: HealthTarget,
+    started_at: datetime,
+    started: float,
+    reason: str,
+    session: Session | None,
+    rules: Sequence[Rule],
+) -> TargetResult:
+    return not_checked(
+        target,
+        started_at,
+        time.monotonic() - started,
+        reason,
+        rules,
+        session=session.id if session else None,
+        transcript=str(session.transcript_path) if session else None,
+    )
+
+
+def not_checked(
+    target: HealthTarget,
+    started_at: datetime,
+    duration: float,
+    reason: str,
+    rules: Sequence[Rule] | None = None,
+    *,
+    session: str | None = None,
+    transcript: str | None = None,
+) -> TargetResult:
+    """The result for a target that could not be checked: the sweep check errs with the
+    reason, every family check is skipped (nothing was decided about it)."""
+    checks = [Check(name=SWEEP_CHECK, title="probe sweep", status="error", message=reason)]
+    checks.append(
+        Check(
+            name=SYMPTOMS_CHECK,
+            title=SYMPTOMS_TITLE,
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+    )
+    checks.append(
+        Check(
+            name=APPLIES_CHECK,
+            title=applies.TITLE,
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+    )
+    checks += [
+        Check(
+            name=r.kind,
+            title=TITLES[r.kind],
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+        for r in (rules if rules is not None else default_rules())
+    ]
+    return TargetResult(
+        target=target.label,
+        uri=target.uri,
+        baseline=target.baseline,
+        status="could_not_check",
+        reason=reason,
+        session=session,
+        transcript=transcript,
+        started_at=started_at,
+        duration_s=round(duration, 3),
+        checks=checks,
+    )
+
+
+# -- from the final state to a result ---------------------------------------------------
+
+
+def summarize(
+    target: HealthTarget,
+    state: DiagnosisState,
+    session: Session,
+    started_at: datetime,
+    duration: float,
+    rules: Sequence[Rule],
+) -> TargetResult:
+    ledger = session.ledger
+    facts = [ledger.get(i) for i in state.facts]
+    checks = [
+        _sweep_check(facts),
+        _symptom_check(state),
+        _apply_check(ledger, state),
+        *_family_checks(state, rules),
+    ]
+    regressed = [c.name for c in checks if c.status == "failed"]
+    undecided = [c.name for c in checks if c.status == "error"]
+    if regressed:
+        status, reason = "regressed", f"regressed: {', '.join(regressed)}"
+    elif checks[0].status == "error":  # the bundle ran but no probe answered
+        status, reason = "could_not_check", f"probe sweep: {checks[0].message}"
+    elif undecided:
+        status = "could_not_check"
+        missing = f" (could not observe: {', '.join(state.missing)})" if state.missing else ""
+        reason = f"insufficient evidence for: {', '.join(undecided)}{missing}"
+    else:
+        status, reason = "healthy", ""
+    metrics = _metrics(ledger, state)
+    cited = {c for check in checks for line in check.lines for c in line.cites}
+    cited |= {c for m in metrics.values() for c in m.cites}
+    return TargetResult(
+        target=target.label,
+        uri=target.uri,
+        baseline=target.baseline,
+        status=status,
+        reason=reason,
+        verdict=state.verdict,
+        session=session.id,
+        transcript=str(session.transcript_path),
+        started_at=started_at,
+        duration_s=round(duration, 3),
+        checks=checks,
+        metrics=metrics,
+        facts=_cited_facts(ledger, state, cited),
+    )
+
+
+def _sweep_check(facts: list[Fact]) -> Check:
+    failed = [f for f in facts if not f.ok]
+    lines = [Cited(text=f"{f.probe}: {f.error}", cites=[f.id]) for f in failed]
+    if facts and len(failed) == len(facts):
+        return Check(
+            name=SWEEP_CHECK,
+            title="probe sweep",
+            status="error",
+            message=f"no probe answered: {failed[0].error}",
+            lines=lines,
+        )
+    message = f"{len(facts) - len(failed)} of {len(facts)} probes answered"
+    if failed:
+        message += f"; could not observe: {', '.join(f.probe for f in failed)}"
+    return Check(
+        name=SWEEP_CHECK, title="probe sweep", status="passed", message=message, lines=lines
+    )
+
+
+def _apply_check(ledger: Ledger, state: DiagnosisState) -> Check:
+    """An apply of the doctor's that never ended leaves the target half changed: a
+    regression until its recovery runs (the next fix plan is that recovery)."""
+    halted = applies.interrupted(ledger, state.facts)
+    if not halted:
+        return Check(
+            name=APPLIES_CHECK,
+            title=applies.TITLE,
+            status="passed",
+            message="no apply left unfinished",
+        )
+    # An apply under way restarts the trainer: nothing about this run is decided.
+    under_way = applies.in_progress(ledger, state.facts)
+    return Check(
+        name=APPLIES_CHECK,
+        title=applies.TITLE,
+        status="error" if under_way else "failed",
+        message=halted[0][0],
+        lines=[Cited(text=text, cites=cites) for text, cites in halted],
+    )
+
+
+def _symptom_check(state: DiagnosisState) -> Check:
+    """A verified drop of the judged throughput is a regression whatever explains it (a
+    nightly check must not call a run at a third of its speed healthy because no family
+    named the cause); the explanation, or its absence, is the message."""
+    lines = [
+        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        for s in state.symptoms
+        if s.subject or s.kind == "restarted"
+        for v in s.verdicts
+    ]
+    drops = [
+        s
+        for s in state.symptoms
+        if s.kind == "throughput_drop" and s.subject and s.status == "verified"
+    ]
+    if drops:
+        message = "; ".join(
+            s.headline()
+            + (
+                f" (explained by: {', '.join(s.explained_by)})"
+                if s.explained_by
+                else " (no verified family explains it)"
+            )
+            for s in drops
+        )
+        return Check(
+            name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="failed", message=message, lines=lines
+        )
+    steady = [s for s in state.symptoms if s.kind == "throughput_steady" and s.subject]
+    if steady and steady[0].status == "verified":
+        message = steady[0].headline()
+    elif state.symptoms:
+        message = "no sustained drop of the judged throughput"
+    else:
+        message = "no trend read (no train-log windows enough for one)"
+    return Check(
+        name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="passed", message=message, lines=lines
+    )
+
+
+def _lines(hypotheses: Iterable[Hypothesis]) -> list[Cited]:
+    return [
+        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        for h in hypotheses
+        for v in h.verdicts
+    ]
+
+
+def _family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
+    checks = []
+    for rule in rules:
+        found = [h for h in state.hypotheses if h.kind == rule.kind]
+        statuses = {h.status for h in found}
+        title = TITLES[rule.kind]
+        if "verified" in statuses:
+            verified = [h for h in found if h.status == "verified"]
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="failed",
+                message="verified: every claim holds on its cited facts",
+                lines=_lines(verified),
+            )
+        elif statuses & {"unverifiable", "untested"}:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="error",
+                message="unverifiable: a claim cites a failed observation or a missing value",
+                lines=_lines(found),
+            )
+        elif found:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="passed",
+                message="refuted: a claim fails on its cited facts",
+                lines=_lines(found),
+            )
+        else:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="passed",
+                message="no hypothesis proposed from the facts",
+            )
+        checks.append(check)
+    return checks
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
+    out: dict[str, Metric] = {}
+    trainlog = observed(latest(ledger, state.facts, "trainlog"))
+    host = observed(latest(ledger, state.facts, "host"))
+    if trainlog is not None:
+        found = subject(trainlog)
+        who = found.who if found is not None else ""
+        for key, path, label in (
+            (
+                "tokens_per_s",
+                found.path if found else ("throughput", "recent_median"),
+                f"{who}tokens/s",
+            ),
+            ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
+        ):
+            value = _number(resolve(trainlog, path))
+            if value is not None:
+                out[key] = Metric(value=value, cites=[trainlog.id], label=label)
+        last = _number(resolve(trainlog, ("time", "last")))
+        now = _number(resolve(host, ("now",))) if host is not None else None
+        if last is not None and now is not None and host is not None:
+            out["last_step_age_s"] = Metric(
+                value=round(now - last, 3),
+                cites=[host.id, trainlog.id],
+                label="seconds from the last train-log record to the target's clock",
+            )
+    speed = primary_entry(state.diff)
+    if speed is not None:
+        value = _number(speed.baseline_value)
+        if value is not None:
+            out["baseline_tokens_per_s"] = Metric(
+                # "drafter tokens/s (recent median)" -> "baseline drafter tokens/s"
+                value=value,
+                cites=[speed.baseline.fact],
+                label=f"baseline {speed.label.partition(' (')[0]}",
+            )
+    return out
+
+
+def _cited_facts(ledger: Ledger, state: DiagnosisState, cited: set[str]) -> list[CitedFact]:
+    order = [*state.facts, *state.baseline_facts]
+    out = []
+    for fact_id in dict.fromkeys(order):
+        if fact_id not in cited or fact_id not in ledger:
+            continue
+        fact = ledger.get(fact_id)
+        out.append(
+            CitedFact(
+                id=fact.id,
+                probe=fact.probe,
+                command=shlex.join(fact.argv),
+                baseline=fact_id in state.baseline_facts and fact_id not in state.facts,
+            )
+        )
+    return out

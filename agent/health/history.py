@@ -1,0 +1,183 @@
+"""Every health run, kept, so that "since when?" has an answer.
+
+Under ``$XDG_STATE_HOME/dflash-doctor/health/``:
+
+- ``runs/<run>.json``   the whole run, as ``--format json`` prints it;
+- ``history.jsonl``     one line per target per run (status, tokens/s, last step age,
+  regressed families): what the "since" columns and the throughput trends are read from.
+
+"Since" is the first run of the current unbroken streak. A run that could not check a
+target neither extends nor breaks that target's healthy or regressed streak (nothing was
+learnt about it), unless the target still cannot be checked: then the streak is of
+could-not-check runs. A history line that cannot be read is skipped with a warning:
+yesterday's damaged line must not stop tonight's check.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.health.model import HealthRun, Status, TargetResult, TrendPoint
+from tools.log import get_logger
+
+log = get_logger(__name__)
+
+
+class HistoryEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run: str
+    at: datetime
+    target: str
+    uri: str
+    baseline: str
+    status: Status
+    tokens_per_s: float | None = None
+    last_step_age_s: float | None = None
+    regressions: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, run: str, result: TargetResult) -> HistoryEntry:
+        tps = result.metrics.get("tokens_per_s")
+        age = result.metrics.get("last_step_age_s")
+        return cls(
+            run=run,
+            at=result.started_at,
+            target=result.target,
+            uri=result.uri,
+            baseline=result.baseline,
+            status=result.status,
+            tokens_per_s=tps.value if tps else None,
+            last_step_age_s=age.value if age else None,
+            regressions=result.regressions,
+        )
+
+
+class HealthHistory:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def history_path(self) -> Path:
+        return self.root / "history.jsonl"
+
+    def run_path(self, run: str) -> Path:
+        return self.root / "runs" / f"{run}.json"
+
+    def entries(self, target: str | None = None) -> list[HistoryEntry]:
+        """Past entries, oldest first (for ``target`` only, when given)."""
+        try:
+            text = self.history_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = HistoryEntry.model_validate_json(line)
+            except ValidationError as exc:
+                log.warning(
+                    "health_history_line_skipped",
+                    path=str(self.history_path),
+                    line=number,
+                    error=exc.errors()[0]["msg"] if exc.errors() else "invalid",
+                )
+                continue
+            if target is None or entry.target == target:
+                out.append(entry)
+        return sorted(out, key=lambda e: e.at)
+
+    def annotate_all(
+        self, results: list[TargetResult], run: str, trend: int = 30
+    ) -> list[TargetResult]:
+        """``annotate`` for a whole run, reading the history once."""
+        by_target: dict[str, list[HistoryEntry]] = {}
+        for entry in self.entries():
+            by_target.setdefault(entry.target, []).append(entry)
+        return [self.annotate(r, run, trend, past=by_target.get(r.target, [])) for r in results]
+
+    def annotate(
+        self,
+        result: TargetResult,
+        run: str,
+        trend: int = 30,
+        *,
+        past: list[HistoryEntry] | None = None,
+    ) -> TargetResult:
+        """``result`` with ``since``, ``since_runs``, each failed check's ``since`` and
+        the throughput trend, from the runs before this one (``past``, oldest first:
+        read from the history when not given)."""
+        if past is None:
+            past = self.entries(result.target)
+        since, count = _streak(past, result.status, result.started_at)
+        checks = []
+        for check in result.checks:
+            if check.status == "failed":
+                first, _ = _family_streak(past, check.name, result.started_at)
+                check = check.model_copy(update={"since": first})
+            checks.append(check)
+        recent = past[-(trend - 1) :] if trend > 1 else []
+        points = [
+            TrendPoint(run=e.run, at=e.at, status=e.status, tokens_per_s=e.tokens_per_s)
+            for e in [*recent, HistoryEntry.of(run, result)]
+        ]
+        return result.model_copy(
+            update={"since": since, "since_runs": count, "checks": checks, "trend": points}
+        )
+
+    def record(self, run: HealthRun) -> Path:
+        """Keep ``run``: its document under ``runs/`` and its lines in the history."""
+        path = self.run_path(run.run)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(run.model_dump_json(indent=1), encoding="utf-8")
+        tmp.replace(path)
+        lines = "".join(HistoryEntry.of(run.run, r).model_dump_json() + "\n" for r in run.targets)
+        with self._locked(), self.history_path.open("a", encoding="utf-8") as fh:
+            fh.write(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return path
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        # Two runs can overlap (a slow night and the next timer): keep lines whole.
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / "history.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _streak(past: list[HistoryEntry], status: Status, now: datetime) -> tuple[datetime, int]:
+    first, count = now, 1
+    for entry in reversed(past):
+        if entry.status == status:
+            first, count = entry.at, count + 1
+        elif entry.status == "could_not_check":
+            continue  # unknown: neither extends nor breaks the streak
+        else:
+            break
+    return first, count
+
+
+def _family_streak(past: list[HistoryEntry], family: str, now: datetime) -> tuple[datetime, int]:
+    first, count = now, 1
+    for entry in reversed(past):
+        if family in entry.regressions:
+            first, count = entry.at, count + 1
+        elif entry.status == "could_not_check":
+            continue
+        else:
+            break
+    return first, count

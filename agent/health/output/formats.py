@@ -1,0 +1,65 @@
+"""Writing a health run out: one format to stdout, or every asked-for format into a
+directory (``--out``), each file written whole and renamed into place, so a dashboard,
+a CI job or node_exporter reading the directory never sees half a file.
+
+    health.json                 --format json
+    health.junit.xml            --format junit
+    health.md + trend-*.svg     --format md (one throughput chart per target)
+    dflash_doctor_health.prom   --format prom
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent.health.model import HealthRun
+from agent.health.output import junit, markdown, prom
+from agent.health.output.names import FILES, Format
+from agent.health.output.trend import svg
+
+
+def render(run: HealthRun, fmt: Format, trend_files: dict[str, str] | None = None) -> str:
+    if fmt == "json":
+        return run.model_dump_json(indent=1) + "\n"
+    if fmt == "junit":
+        return junit.render(run)
+    if fmt == "md":
+        return markdown.render(run, trend_files)
+    return prom.render(run)
+
+
+def trend_name(target: str) -> str:
+    """A file name for a target's chart: readable, and distinct for distinct targets."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", target).strip("._")[:48] or "target"
+    return f"trend-{slug}-{hashlib.sha256(target.encode()).hexdigest()[:6]}.svg"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write(run: HealthRun, formats: Sequence[Format], out: Path) -> list[Path]:
+    """Write ``formats`` into ``out`` (created if needed); returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    trend_files: dict[str, str] = {}
+    if "md" in formats:
+        for t in run.targets:
+            if any(p.tokens_per_s is not None for p in t.trend):
+                name = trend_name(t.target)
+                base = t.metrics.get("baseline_tokens_per_s")
+                chart = svg(t.trend, f"{t.target} tokens/s", base.value if base else None)
+                write_atomic(out / name, chart)
+                trend_files[t.target] = name
+                written.append(out / name)
+    for fmt in formats:
+        path = out / FILES[fmt]
+        write_atomic(path, render(run, fmt, trend_files))
+        written.append(path)
+    return written

@@ -1,0 +1,102 @@
+"""Throughput trends: a unicode sparkline for Markdown and terminals, and a small SVG
+line chart (written beside the Markdown report with ``--out``, linked from it).
+
+Both are drawn from the history's tokens/s values only; a run without a value (the target
+could not be checked, or its log had no throughput) is a gap, never a zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xml.sax.saxutils import escape, quoteattr
+
+from agent.health.model import TrendPoint
+
+BARS = "▁▂▃▄▅▆▇█"
+GAP = "·"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    if not known:
+        return ""
+    low, high = min(known), max(known)
+    span = high - low
+    out = []
+    for v in values:
+        if v is None:
+            out.append(GAP)
+        elif span == 0:
+            out.append(BARS[len(BARS) // 2])
+        else:
+            out.append(BARS[round((v - low) / span * (len(BARS) - 1))])
+    return "".join(out)
+
+
+_W, _H, _PAD = 480, 120, 28
+
+
+def svg(points: Sequence[TrendPoint], title: str, baseline: float | None = None) -> str:
+    """A line chart of tokens/s per run: gaps break the line, each point is coloured by
+    the run's status, and the baseline's tokens/s (when known) is a dashed line."""
+    values = [p.tokens_per_s for p in points]
+    known = [v for v in values if v is not None]
+    high = max([*known, baseline or 0.0]) if known or baseline else 1.0
+    high = high if high > 0 else 1.0
+    step = (_W - 2 * _PAD) / max(len(points) - 1, 1)
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        return _PAD + i * step, _H - _PAD - (v / high) * (_H - 2 * _PAD)
+
+    segments: list[list[tuple[float, float]]] = [[]]
+    for i, v in enumerate(values):
+        if v is None:
+            segments.append([])
+        else:
+            segments[-1].append(xy(i, v))
+    lines = [
+        f'<polyline fill="none" stroke="#2b6cb0" stroke-width="2" points="{_pts(seg)}"/>'
+        for seg in segments
+        if seg
+    ]
+    marks = []
+    for i, p in enumerate(points):
+        if p.tokens_per_s is None:
+            continue
+        x, y = xy(i, p.tokens_per_s)
+        colour = {"healthy": "#2f855a", "regressed": "#c53030"}.get(p.status, "#718096")
+        label = f"{p.at:%Y-%m-%d %H:%M} UTC: {p.tokens_per_s:,.0f} tok/s ({p.status})"
+        marks.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}">'
+            f"<title>{escape(label)}</title></circle>"
+        )
+    if baseline is not None:
+        _, y = xy(0, baseline)
+        lines.insert(
+            0,
+            f'<line x1="{_PAD}" y1="{y:.1f}" x2="{_W - _PAD}" y2="{y:.1f}" stroke="#718096" '
+            f'stroke-dasharray="4 3"><title>baseline: {baseline:,.0f} tok/s</title></line>',
+        )
+    last = next((v for v in reversed(values) if v is not None), None)
+    caption = f"{title}: {last:,.0f} tok/s (latest of {len(points)} runs)" if last else title
+    return "\n".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
+            f'viewBox="0 0 {_W} {_H}" role="img" aria-label={quoteattr(caption)}>',
+            f"<title>{escape(caption)}</title>",
+            f'<line x1="{_PAD}" y1="{_H - _PAD}" x2="{_W - _PAD}" y2="{_H - _PAD}" '
+            'stroke="#a0aec0"/>',
+            f'<text x="{_PAD}" y="16" font-family="sans-serif" font-size="12">'
+            f"{escape(caption)}</text>",
+            f'<text x="{_PAD}" y="{_H - 8}" font-family="sans-serif" font-size="10" '
+            f'fill="#4a5568">0 … {high:,.0f} tok/s</text>',
+            *lines,
+            *marks,
+            "</svg>",
+            "",
+        ]
+    )
+
+
+def _pts(seg: list[tuple[float, float]]) -> str:
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in seg)

@@ -1,0 +1,149 @@
+"""Unattended health checks: one or many targets, read-only, bounded in time, against a
+baseline; machine-readable results and an exit code (see ``agent.health.model``).
+
+    targets = plan_targets(["gpu-a", "ssh://root@gpu-b/pct:200"], baselines=["good"])
+    run = run_health(targets, ssh=SSHOptions(), jobs=4, limit=600)
+    run.exit_code                      # 0 healthy, 1 regression, 2 could not check
+
+Per target: ``agent.health.check`` (the sweep through a ``ReadOnlyTransport``, the diff,
+the rule base; no fix path). Across targets: ``agent.health.fleet`` (bounded concurrency,
+hard time limits). Every run is kept by ``agent.health.history``, which also answers
+"since when" and draws the trends; ``agent.health.output.formats`` writes the formats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agent.health.check import Cancel, HealthTarget, bounded_ssh, check_target
+from agent.health.fleet import CheckFn, run_fleet
+from agent.health.history import HealthHistory
+from agent.health.model import HealthRun, TargetResult, exit_code
+from agent.session import app_state, new_session_id
+from agent.targets import resolve_target
+from tools.errors import UsageError
+from tools.profile import load_config
+from tools.transport import SSHOptions
+
+__all__ = [
+    "HealthHistory",
+    "HealthRun",
+    "HealthTarget",
+    "TargetResult",
+    "health_home",
+    "plan_targets",
+    "run_health",
+]
+
+
+def health_home() -> Path:
+    return app_state() / "health"
+
+
+def _baselines(given: Sequence[str], targets: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``--baseline NAME`` for every target, ``--baseline TARGET=NAME`` for one; the
+    TARGET is the profile name or the URI, as given to ``--target`` or as reported."""
+    default: str | None = None
+    override: dict[str, str] = {}
+    for item in given:
+        key, sep, name = item.rpartition("=")
+        if not sep:
+            if default is not None and default != name:
+                raise UsageError(f"two default baselines: {default!r} and {name!r}")
+            default = name
+        elif not key or not name:
+            raise UsageError(f"bad --baseline {item!r}: expected NAME or TARGET=NAME")
+        else:
+            override[key] = name
+    known = {k for pair in targets for k in pair}
+    unknown = sorted(set(override) - known)
+    if unknown:
+        raise UsageError(f"--baseline for unknown target(s): {', '.join(unknown)}")
+    out = {}
+    for typed, label in targets:
+        chosen = override.get(typed) or override.get(label) or default
+        if chosen is None:
+            raise UsageError(
+                f"no baseline for target {label!r}: give --baseline NAME or --baseline {label}=NAME"
+            )
+        out[label] = chosen
+    return out
+
+
+def plan_targets(
+    targets: Sequence[str] = (),
+    *,
+    all_targets: bool = False,
+    baselines: Sequence[str],
+    workspace: str | None = None,
+    interpreter: str | None = None,
+    config: str | None = None,
+) -> list[HealthTarget]:
+    """Resolve what the user typed; a target that does not resolve stops the run before
+    anything is checked (the command line is wrong), a missing baseline does not (that
+    target is reported as not checked, the others are checked)."""
+    if all_targets and targets:
+        raise UsageError("give --all or --target, not both")
+    if all_targets:
+        names: list[str | None] = list(load_config(config).targets)
+        if not names:
+            raise UsageError("--all: the profile names no targets (see dflash-doctor init)")
+    else:
+        names = list(targets) or [None]
+    resolved = []
+    for name in names:
+        r = resolve_target(name, workspace=workspace, interpreter=interpreter, config=config)
+        label = r.name or str(r.uri)
+        resolved.append((name or label, label, r))
+    labels = [label for _, label, _ in resolved]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise UsageError(f"target(s) named more than once: {', '.join(twice)}")
+    chosen = _baselines(baselines, [(typed, label) for typed, label, _ in resolved])
+    return [
+        HealthTarget(label=label, uri=str(r.uri), spec=r.spec, baseline=chosen[label])
+        for _, label, r in resolved
+    ]
+
+
+def run_health(
+    targets: Sequence[HealthTarget],
+    *,
+    ssh: SSHOptions,
+    jobs: int = 4,
+    limit: float = 600.0,
+    trend: int = 30,
+    history: HealthHistory | None = None,
+    check: CheckFn | None = None,
+) -> HealthRun:
+    """Check ``targets`` (at most ``jobs`` at a time, ``limit`` seconds each), annotate
+    the results from the history, keep the run, and return it."""
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if limit <= 0:
+        raise UsageError(f"--target-timeout must be positive, got {limit:g}")
+    history = history or HealthHistory(health_home())
+    run_id = new_session_id()
+    started = datetime.now(UTC)
+    bounded = bounded_ssh(ssh, limit)
+
+    def one(target: HealthTarget, deadline: float, cancel: Cancel) -> TargetResult:
+        return check_target(target, ssh=bounded, deadline=deadline, cancel=cancel)
+
+    results = run_fleet(targets, check or one, jobs=jobs, limit=limit)
+    results = history.annotate_all(results, run_id, trend)
+    code, why = exit_code(results)
+    run = HealthRun(
+        run=run_id,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        exit_code=code,
+        exit_reason=why,
+        jobs=jobs,
+        target_timeout_s=limit,
+        targets=results,
+    )
+    history.record(run)
+    return run
