@@ -38,8 +38,8 @@ from agent.state import DiagnosisState, FixOutcome
 from playbooks import LockWarmup, TrainerSite
 from playbooks.base import FX_ERROR, FixPlan
 from playbooks.site import site as trainer_site
-from tools.bundle import SweepSpec
 from tools.errors import UsageError
+from tools.sweep import SweepSpec
 
 if TYPE_CHECKING:
     from examples.dflash_trainer.dataset import Prompt

@@ -18,8 +18,8 @@ from agent.throughput import subject
 from playbooks import Remote, TrainerSite
 from playbooks.base import Measure, overall_median
 from playbooks.site import running_trainer, site
-from tools.bundle import SweepSpec
 from tools.errors import ApplyError
+from tools.sweep import SweepSpec
 from tools.transport.base import Transport
 
 __all__ = ["measure_for", "series_words", "site_for"]

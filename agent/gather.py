@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from agent.facts import Fact, Ledger
-from tools.bundle import ProbeResult, SweepResult, SweepSpec, build_plan, sweep
+from tools.sweep import ProbeResult, SweepResult, SweepSpec, build_plan, sweep
 from tools.transport.base import CommandResult, KeyedStdin, Transport
 
 Sweep = Callable[..., SweepResult]

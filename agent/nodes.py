@@ -24,9 +24,9 @@ from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState, Refusal
 from playbooks.base import FX_TRACE
-from tools.bundle import PROBES
 from tools.errors import DoctorError
 from tools.log import get_logger
+from tools.sweep import PROBES
 
 if TYPE_CHECKING:
     pass

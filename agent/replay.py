@@ -59,10 +59,10 @@ from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState
 from agent.symptoms import Symptom
-from tools.bundle import SweepSpec
 from tools.errors import TranscriptError
 from tools.probes import PROBES
 from tools.signing import load_key
+from tools.sweep import SweepSpec
 from tools.transcript import SealCheck, read_sealed, unb64
 from tools.transport.record import ReplayTransport
 

@@ -18,8 +18,8 @@ from agent.rules import default_rules
 from agent.rules.base import Rule
 from agent.session import Session
 from agent.state import DiagnosisState
-from tools.bundle import SweepSpec
 from tools.errors import ConfigError
+from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport.base import Transport
 

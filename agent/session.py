@@ -28,10 +28,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from agent.facts import Fact, Ledger
-from tools.bundle import SweepSpec
 from tools.errors import ConfigError, UsageError
 from tools.redact import Redactor
 from tools.statedir import APP, state_home
+from tools.sweep import SweepSpec
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
 from tools.transport.record import RecordingTransport

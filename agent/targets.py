@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.bundle import SweepSpec
 from tools.errors import ConfigError
 from tools.profile import DoctorConfig, TargetProfile, default_config_path, load_config
+from tools.sweep import SweepSpec
 from tools.transport import TargetURI, parse_target
 
 

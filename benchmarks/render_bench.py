@@ -5,7 +5,7 @@ module's imports once per process).
 Run: .venv/bin/python benchmarks/render_bench.py [--runs 5]
 
 Each run is a fresh process (a CLI command renders its bundle once, cold), timing
-``tools.bundle.render`` on the default sweep's plan. The naive scan is the one this
+``tools.sweep.bundle.render`` on the default sweep's plan. The naive scan is the one this
 project shipped before (kept here, not in the tool). Both must produce the same bytes;
 the script checks that. Prints one JSON document with medians and every run.
 """
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import ast, hashlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
-from tools import bundle
-from tools.bundle import SweepSpec, build_plan, render
+from tools.sweep import bundle
+from tools.sweep import SweepSpec, build_plan, render
 
 if sys.argv[3] == "naive":
     def naive(name):

@@ -25,7 +25,7 @@ from agent.replay import replay
 from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
-from tools.bundle import SweepSpec
+from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport import LocalTransport
 

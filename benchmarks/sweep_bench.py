@@ -7,7 +7,7 @@ the container id and runs the command on this host) and the incident's workspace
 (tests/test_probe_support.make_workspace: two checkpoints, both logs, a script, a
 dataset). The target's Python is this .venv's (torch 2.13 CPU).
 
-- ``sweep``: tools.bundle.sweep over the SSH transport and the pct hop: every probe,
+- ``sweep``: tools.sweep.sweep over the SSH transport and the pct hop: every probe,
   one round trip, a fresh connection per run.
 - ``naive``: the same facts gathered the way the incident did, one ``ssh`` client
   invocation (a new connection each) per command, in sequence: versions by importing
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.sshd import SSHServer, find_sshd  # noqa: E402
 from tests.test_probe_support import make_workspace  # noqa: E402
-from tools.bundle import SweepSpec, sweep  # noqa: E402
+from tools.sweep import SweepSpec, sweep  # noqa: E402
 from tools.transport import SSHOptions, open_target  # noqa: E402
 
 

@@ -14,7 +14,9 @@ from pydantic import JsonValue
 
 from tests.conftest import need
 from tests.test_probe_support import make_workspace
-from tools.bundle import (
+from tools.errors import CommandTimeout, UsageError
+from tools.probes._runner import SENTINEL
+from tools.sweep import (
     PROBES,
     SweepSpec,
     build_plan,
@@ -22,8 +24,6 @@ from tools.bundle import (
     render,
     sweep,
 )
-from tools.errors import CommandTimeout, UsageError
-from tools.probes._runner import SENTINEL
 from tools.transport.base import CommandResult
 from tools.transport.local import LocalTransport
 

@@ -24,7 +24,7 @@ from agent.runner import build_doctor, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
 from tests.workspaces import Scenario, clone, trainer
-from tools.bundle import SweepSpec
+from tools.sweep import SweepSpec
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 

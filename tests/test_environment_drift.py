@@ -229,7 +229,7 @@ def diagnose_foreign(tmp_path: Path, recorded_torch: str) -> tuple[Any, Ledger, 
     from agent.runner import build_doctor, run_session
     from agent.session import Session, SessionConfig
     from agent.state import DiagnosisState
-    from tools.bundle import SweepSpec
+    from tools.sweep import SweepSpec
 
     ck = tmp_path / "outputs"
     (ck / "step_100").mkdir(parents=True)

@@ -28,8 +28,8 @@ from agent.health.model import TargetResult, exit_code
 from agent.health.run import plan_targets, run_health
 from agent.rules import default_rules
 from agent.session import Session, SessionConfig
-from tools.bundle import SweepSpec
 from tools.errors import ConfigError, ReadOnlyViolation, UsageError
+from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport import LocalTransport, SSHOptions
 from tools.transport.readonly import ReadOnlyTransport

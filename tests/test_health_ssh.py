@@ -33,7 +33,7 @@ from tests.conftest import need
 from tests.sshd import SSHServer, free_port
 from tests.test_cli import cli
 from tests.workspaces import Scenario, clone, trainer
-from tools.bundle import SweepSpec
+from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport import LocalTransport
 

@@ -42,8 +42,8 @@ from tests.pngread import pixels
 from tests.test_cli import cli
 from tests.test_diagnose import snapshot
 from tests.workspaces import clone, trainer
-from tools.bundle import SweepSpec
 from tools.parsers import trainlog
+from tools.sweep import SweepSpec
 
 FX_RACE = Path(__file__).resolve().parents[1] / "transcripts" / "fx-race.jsonl"
 

@@ -18,7 +18,7 @@ import pytest
 from agent.targets import resolve_target
 from tests.sshd import SSHServer
 from tests.test_ssh import options
-from tools.bundle import SweepSpec, sweep
+from tools.sweep import SweepSpec, sweep
 from tools.transport import LocalTransport, open_target
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -140,7 +140,7 @@ def test_the_doctors_own_process_is_never_the_trainer(tmp_path: Path) -> None:
     ws.mkdir()
     code = (
         "import json, sys\n"
-        "from tools.bundle import SweepSpec, sweep\n"
+        "from tools.sweep import SweepSpec, sweep\n"
         "from tools.transport import LocalTransport\n"
         "spec = SweepSpec(discover_interpreter=True, workspace=sys.argv[1],"
         " process_match=('train',))\n"

@@ -388,8 +388,8 @@ def test_profile_log_fields_reach_the_probe() -> None:
     the probe to look in."""
     from pydantic import ValidationError
 
-    from tools.bundle import SweepSpec, build_plan
     from tools.profile import LogFields
+    from tools.sweep import SweepSpec, build_plan
 
     fields = LogFields(format="csv", tokens="num_tokens", step="it")
     spec = SweepSpec(workspace="/ws", log_fields=fields.as_params())

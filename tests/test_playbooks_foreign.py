@@ -34,8 +34,8 @@ from playbooks.launch import current, with_flag
 from playbooks.site import running_trainer, site
 from tests.test_cli import cli
 from tests.test_interpreter import make_venv
-from tools.bundle import SweepSpec, sweep
 from tools.errors import ApplyError
+from tools.sweep import SweepSpec, sweep
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]

@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from tests.test_probe_support import make_workspace, write_pt
-from tools.bundle import SweepSpec, sweep
 from tools.probes import checkpoints, layout
 from tools.probes._common import Context, ProbeFailure
+from tools.sweep import SweepSpec, sweep
 from tools.transport import LocalTransport
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from tools.bundle import SweepSpec, build_plan
 from tools.errors import ConfigError, UsageError
 from tools.profile import (
     TargetProfile,
@@ -15,6 +14,7 @@ from tools.profile import (
     workspace_spec,
     write_template,
 )
+from tools.sweep import SweepSpec, build_plan
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.bundle import build_plan
 from tools.errors import ConfigError
 from tools.probes._canonical import QUANTITIES
 from tools.profile import load_config
+from tools.sweep import build_plan
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,8 @@ import pytest
 
 from tests.sshd import SSHServer
 from tests.test_ssh import options
-from tools.bundle import Plan, SweepSpec, build_plan, render, sweep
 from tools.errors import ReadOnlyViolation, TransportError
+from tools.sweep import Plan, SweepSpec, build_plan, render, sweep
 from tools.transport import Target, open_target, readonly
 from tools.transport.base import KeyedStdin
 from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
@@ -153,7 +153,7 @@ def test_bundles_render_one_thread_at_a_time(monkeypatch: pytest.MonkeyPatch) ->
     rendering a bundle parses the probes' sources: health renders one thread at a time."""
     lock = threading.Lock()
     inside, peak = 0, 0
-    real = render  # what readonly calls: tools.bundle.render
+    real = render  # what readonly calls: tools.sweep.bundle.render
 
     def counting(plan: Plan) -> bytes:
         nonlocal inside, peak

@@ -31,9 +31,9 @@ from detect_secrets.plugins import keyword
 from tests.sshd import SSHServer
 from tests.test_cli import cli
 from tools import secrets_detect
-from tools.bundle import SweepSpec, sweep
 from tools.probes._runner import SENTINEL
 from tools.redact import Redactor
+from tools.sweep import SweepSpec, sweep
 from tools.transcript import TranscriptWriter, read_transcript, unb64
 from tools.transport import LocalTransport
 from tools.transport.record import RecordingTransport

@@ -17,7 +17,7 @@ from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
 from tests.test_cli import cli
-from tools.bundle import SweepSpec
+from tools.sweep import SweepSpec
 from tools.transcript import TranscriptWriter, read_transcript
 
 

@@ -17,7 +17,7 @@ from agent.runner import build_doctor, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
 from tests.test_cli import cli
-from tools.bundle import SweepSpec
+from tools.sweep import SweepSpec
 
 
 class Crash(Exception):

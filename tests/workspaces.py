@@ -20,7 +20,7 @@ import pytest
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from tests.conftest import need
-from tools.bundle import SweepSpec
+from tools.sweep import SweepSpec
 from tools.transport import LocalTransport
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ Public API::
 
     config = load_config(path)              # DoctorConfig; ConfigError when it does not hold
     profile = config.target("trainer")      # TargetProfile (or config.target(None): default)
-    spec = profile.sweep_spec()             # tools.bundle.SweepSpec for sweep()
+    spec = profile.sweep_spec()             # tools.sweep.SweepSpec for sweep()
     write_template(path)                    # the commented doctor.toml ``init`` writes
     spec = workspace_spec("/workspace")     # no profile: the layout is found there
 """
@@ -38,12 +38,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from tools.bundle import PROBES, SweepSpec
 from tools.errors import ConfigError, TargetURIError, UsageError
 from tools.localfile import read_regular
 from tools.parsers.logformats import FORMATS as LOG_FORMATS
 from tools.probes._canonical import QUANTITIES
 from tools.probes._steps import compile_pattern
+from tools.sweep import PROBES, SweepSpec
 from tools.transport.base import check_timeout
 from tools.transport.uri import parse_target
 

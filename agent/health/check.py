@@ -44,9 +44,9 @@ from agent.runner import record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
 from agent.throughput import primary_entry, subject
-from tools.bundle import SweepResult, SweepSpec, build_plan, parse_output, sweep
 from tools.errors import CommandTimeout, DoctorError, TransportError
 from tools.log import get_logger
+from tools.sweep import SweepResult, SweepSpec, build_plan, parse_output, sweep
 from tools.transport import SSHOptions, Transport
 from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
 
@@ -186,7 +186,7 @@ def guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
 
 
 def deadline_sweep(deadline: float) -> Any:
-    """``tools.bundle.sweep`` with a timeout that ends by ``deadline``
+    """``tools.sweep.sweep`` with a timeout that ends by ``deadline``
     (``time.monotonic()``), rendering the bundle one thread at a time (``render_bundle``:
     checks of several targets run side by side)."""
 

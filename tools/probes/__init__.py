@@ -1,5 +1,5 @@
 """Probes: one module per machine fact, each shipped to the target inside the probe
-bundle (see ``tools.bundle``) and run there on the target's own interpreter.
+bundle (see ``tools.sweep``) and run there on the target's own interpreter.
 
 A probe module is stdlib-only, Python >= 3.8, imports only its siblings and
 ``tools.parsers`` (relatively, so the bundle can ship it), and defines::

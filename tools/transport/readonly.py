@@ -4,7 +4,7 @@ Unattended health checks must never change a target, and "the code path that wou
 change it is not wired in" is a promise about today's code. This wrapper makes it a
 property of the transport: a command runs only when its exact ``(argv, sha256 of stdin)``
 was registered before, and the only things ever registered are probe bundles, the
-programs ``tools.bundle`` renders from the probe modules (which stat, read, hash and list,
+programs ``tools.sweep`` renders from the probe modules (which stat, read, hash and list,
 and never write). Anything else, an ``rm`` or the same ``<python> -`` with other code on
 stdin, raises ``ReadOnlyViolation`` before a byte leaves this machine.
 
@@ -27,9 +27,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tools.bundle import Plan, SweepSpec, build_plan, render
 from tools.errors import ReadOnlyViolation
 from tools.log import get_logger
+from tools.sweep import Plan, SweepSpec, build_plan, render
 from tools.transport.base import CommandResult, Transport
 
 log = get_logger(__name__)
@@ -44,7 +44,7 @@ _RENDER_LOCK = threading.Lock()
 
 
 def render_bundle(plan: Plan) -> bytes:
-    """``tools.bundle.render``, one thread at a time."""
+    """``tools.sweep.bundle.render``, one thread at a time."""
     with _RENDER_LOCK:
         return render(plan)
 
