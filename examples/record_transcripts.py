@@ -48,7 +48,7 @@ def doctor(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProces
 
 def race_seed(ws: Path) -> str:
     sys.path.insert(0, str(REPO))
-    from tests.workspaces import race_seed as seed
+    from tests.lib.workspaces import race_seed as seed
 
     return seed(ws)
 
@@ -227,9 +227,9 @@ def scenarios(rec: Recorder, only: set[str] | None) -> None:
 
 def families(rec: Recorder, base: Path, want: Callable[[str], bool]) -> None:
     """Shape churn, silent eager fallback, the ineffective monkeypatch: the same changes
-    and runs as tests/workspaces.py's scenarios for them (see its docstrings)."""
+    and runs as tests/lib/workspaces.py's scenarios for them (see its docstrings)."""
     sys.path.insert(0, str(REPO))
-    from tests.workspaces import CHURN_ADD, CHURN_LENGTHS
+    from tests.lib.workspaces import CHURN_ADD, CHURN_LENGTHS
 
     def fresh(name: str) -> Path:
         ws = rec.root / name
@@ -266,7 +266,7 @@ def families(rec: Recorder, base: Path, want: Callable[[str], bool]) -> None:
 def incident_ssh(rec: Recorder, ws: Path) -> None:
     """The incident's path: ssh, then `pct exec 200 --`, through a real sshd."""
     sys.path.insert(0, str(REPO))
-    from tests.sshd import SSHServer, find_sshd
+    from tests.lib.sshd import SSHServer, find_sshd
 
     binary = find_sshd()
     assert binary, "sshd is needed for the incident-ssh transcript"

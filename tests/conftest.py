@@ -4,23 +4,14 @@ fails instead: CI must skip nothing it can run."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 import structlog
 
-pytest_plugins = ["tests.sshd", "tests.workspaces", "tests.foreign_trainers"]
+import tools.log
 
-
-def need(available: bool, component: str, reason: str) -> None:
-    """Skip (or fail under REQUIRE_ALL=1) when ``component`` is missing."""
-    if available:
-        return
-    message = f"{component} unavailable: {reason}"
-    if os.environ.get("REQUIRE_ALL") == "1":
-        pytest.fail(f"REQUIRE_ALL=1 and {message}", pytrace=False)
-    pytest.skip(message)
+pytest_plugins = ["tests.lib.sshd", "tests.lib.workspaces", "tests.lib.foreign_trainers"]
 
 
 @pytest.fixture(autouse=True)
@@ -37,4 +28,5 @@ def _fresh_structlog() -> Iterator[None]:
     """A test that runs the CLI in-process configures structlog (level filter included);
     put the defaults back so the next test's capture_logs sees every event."""
     yield
+    tools.log.reset()
     structlog.reset_defaults()

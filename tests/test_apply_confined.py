@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from playbooks.remote import Remote
-from tests.sshd import SSHServer
-from tests.test_ssh import options
+from tests.lib.sshd import SSHServer, options
 from tools.errors import ApplyError
 from tools.transport import LocalTransport, SSHTransport
 

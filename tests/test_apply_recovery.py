@@ -1,9 +1,9 @@
 """A killed apply is found and recovered; a dead owner's lock is broken, not waited on
 (issue 14, item 4).
 
-Each case starts a real trainer (tests/user_threaded_train.py, torch threads) from its
+Each case starts a real trainer (tests/lib/user_threaded_train.py, torch threads) from its
 own launch file, runs an apply in a child process that SIGKILLs itself at one point
-(tests/apply_killed.py), and then does what the operator's next run does: plan, which is
+(tests/lib/apply_killed.py), and then does what the operator's next run does: plan, which is
 the recovery of the interrupted apply, and apply that. Checked: the journal says where
 the apply stopped; the lock of the dead apply is broken at once; the files are back
 byte-identical (the hook the fix created is gone); the trainer runs as it was started
@@ -27,13 +27,13 @@ import pytest
 
 from playbooks import Remote
 from playbooks.journal import stale, this_process
-from tests.apply_killed import transaction
+from tests.lib.apply_killed import transaction
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = Path(__file__).with_name("user_threaded_train.py")
+SCRIPT = Path(__file__).parent / "lib" / "user_threaded_train.py"
 
 
 def sha(path: Path) -> str:
@@ -117,7 +117,7 @@ def _cwd(pid: int) -> Path | None:
 
 def _killed_apply(ws: Path, kill_at: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tests.apply_killed", str(ws), kill_at],
+        [sys.executable, "-m", "tests.lib.apply_killed", str(ws), kill_at],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,

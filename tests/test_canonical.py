@@ -3,7 +3,7 @@ records becomes canonical quantities, each with the file and key it came from.
 
 Records are real where they can be: a transformers.Trainer run's ``checkpoint-N/`` and a
 Lightning run's ``.ckpt`` and hparams.yaml (the foreign trainers' session fixtures of
-tests/foreign_trainers.py, shared with their tests), the reference trainer's own
+tests/lib/foreign_trainers.py, shared with their tests), the reference trainer's own
 metadata.json, torch's own ``collect_env`` report; the table's other records are in the
 formats their writers use (``pip freeze``, ``conda env export``, ``pip list``).
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.foreign_trainers import Workspace
+from tests.lib.foreign_trainers import Workspace
 from tools.probes import _canonical, checkpoints
 from tools.probes._canonical import QUANTITIES, is_env_file, merge, read
 
@@ -224,7 +224,7 @@ def _importable(module: str) -> bool:
 def test_a_real_hf_trainer_run_records_transformers_and_its_schedule(
     hf_workspace: Workspace,
 ) -> None:
-    """transformers.Trainer's own ``checkpoint-N/`` (tests/foreign_trainers.py runs it):
+    """transformers.Trainer's own ``checkpoint-N/`` (tests/lib/foreign_trainers.py runs it):
     the transformers version from config.json, the schedule from trainer_state.json, the
     pickled training_args.bin named as not read; torch, which no HF record holds, from the
     launch file's saved ``pip freeze`` in the workspace."""
@@ -250,7 +250,7 @@ def test_a_real_hf_trainer_run_records_transformers_and_its_schedule(
 def test_a_real_lightning_ckpt_version_is_read_without_unpickling(
     lightning_workspace: Workspace,
 ) -> None:
-    """Lightning's own ``epoch=E-step=S.ckpt`` files (tests/foreign_trainers.py runs it):
+    """Lightning's own ``epoch=E-step=S.ckpt`` files (tests/lib/foreign_trainers.py runs it):
     ``pytorch-lightning_version`` is read from the pickle's opcodes (nothing executed, no
     torch needed), with a note that the rest was not read; hparams.yaml's top-level lines
     are the config."""

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.sshd import SSHServer
+from tests.lib.cli import cli
+from tests.lib.sshd import SSHServer
 from tools.transcript import read_transcript
-
-SCRIPT = str(Path(sys.executable).parent / "dflash-doctor")
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=120, env=env)
 
 
 def test_version() -> None:

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.test_cli import cli
+from tests.lib.cli import cli
 
 
 def test_facts_json_has_one_fact_per_probe_looked_at(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.sshd import SSHServer
-from tests.test_cli import SCRIPT
+from tests.lib.cli import SCRIPT
+from tests.lib.sshd import SSHServer
 from tools.errors import TargetURIError
 from tools.transport.uri import parse_target
 

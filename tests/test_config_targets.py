@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.targets import resolve_target
-from tests.sshd import SSHServer
-from tests.test_cli import cli
+from tests.lib.cli import cli
+from tests.lib.sshd import SSHServer
 from tools.errors import ConfigError
 
 

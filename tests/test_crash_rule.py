@@ -1,5 +1,5 @@
 """The crash family's rule table: stdout-log facts made by the real parser from torch's
-texts (tests/torch_error_texts.py), checked in memory: verified, refuted, unverifiable,
+texts (tests/lib/torch_error_texts.py), checked in memory: verified, refuted, unverifiable,
 not proposed; and the FX-race family refuted on every crash that is not its own."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from agent.rules.base import Evidence
 from agent.rules.crash import EPILOGUE_LINES, CrashStated
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.summaries import summarize
-from tests import torch_error_texts as texts
-from tests.torch_error_texts import thread_crash
+from tests.lib import torch_error_texts as texts
+from tests.lib.torch_error_texts import thread_crash
 from tools.parsers import stdoutlog
 
 

@@ -1,4 +1,4 @@
-"""torch's crash texts (tests/torch_error_texts.py) against the stdout-log parser's
+"""torch's crash texts (tests/lib/torch_error_texts.py) against the stdout-log parser's
 signatures, against the installed torch where it holds the code that writes them, and
 produced for real where a CPU can produce them: an exception escaping a thread, gloo's
 collective timeout between two real processes, dynamo's recompile-limit warning, and
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests import torch_error_texts as texts
-from tests.conftest import need
+from tests.lib import torch_error_texts as texts
+from tests.lib.need import need
 from tools.parsers import stdoutlog
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None

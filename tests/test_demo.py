@@ -25,7 +25,7 @@ def test_demo_breaks_the_run_diagnoses_fixes_and_prints_the_three_figures() -> N
     is verified, lock-warmup is approved by the demo's policy and applied, and the last
     three lines are `good N tok/s (…)`, `broken N tok/s (…)`, `fixed N tok/s (…)`, each
     saying where its figure comes from (or, with no figure, why)."""
-    from tests.conftest import need
+    from tests.lib.need import need
 
     need(SCRIPT.exists(), "dflash-doctor", "install the package into this interpreter's env")
     run = subprocess.run([SCRIPT, "demo"], capture_output=True, text=True, timeout=540)

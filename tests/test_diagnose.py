@@ -1,77 +1,22 @@
 """Diagnosis end to end on real reference-trainer workspaces: facts, baseline diff, the
 rule base, verified/refuted hypotheses, cited reports.
 
-Every workspace was produced by the trainer itself (see tests/workspaces.py); each test
+Every workspace was produced by the trainer itself (see tests/lib/workspaces.py); each test
 takes a snapshot of its own copy while it is good, breaks it with the trainer's own
 `break` command (or a real run), and diagnoses it.
 """
 
 from __future__ import annotations
 
-import re
-import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent.baseline import baseline_store
-from agent.facts import Ledger
-from agent.report.build import build_report
-from agent.report.markdown import render_markdown
-from agent.runner import build_doctor, run_session
-from agent.session import Session, SessionConfig
-from agent.state import DiagnosisState
-from tests.workspaces import Scenario, clone, trainer
-from tools.sweep import SweepSpec
+from tests.lib.diagnosis import assert_grounded, diagnose, snapshot, statuses
+from tests.lib.workspaces import Scenario, clone, trainer
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-def spec(ws: Path, **profile: Any) -> SweepSpec:
-    return SweepSpec.for_workspace(str(ws), interpreter=sys.executable, **profile)
-
-
-def snapshot(ws: Path, name: str = "good", **profile: Any) -> None:
-    at = spec(ws, **profile)
-    session = Session.create(SessionConfig(command="snapshot", target="local", spec=at))
-    doctor = build_doctor(session, session.target("local"), at)
-    facts = doctor.gather(None)
-    session.close()
-    baseline_store().save(name, "local", facts)
-
-
-def diagnose(
-    ws: Path, baseline: str | None = "good", **profile: Any
-) -> tuple[DiagnosisState, Ledger, str]:
-    at = spec(ws, **profile)
-    config = SessionConfig(command="diagnose", target="local", spec=at, baseline=baseline)
-    session = Session.create(config)
-    doctor = build_doctor(session, session.target("local"), at)
-    outcome = run_session(session, doctor, start=DiagnosisState(target="local", baseline=baseline))
-    session.close()
-    report = render_markdown(build_report(outcome.state, session.ledger, session.id))
-    return outcome.state, session.ledger, report
-
-
-def statuses(state: DiagnosisState) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for h in state.hypotheses:
-        out.setdefault(h.kind, set()).add(h.status)
-    return out
-
-
-def assert_grounded(state: DiagnosisState, ledger: Ledger, report: str) -> None:
-    """Every fact id the report prints is in the ledger and listed with its command."""
-    cited = set(re.findall(r"F-[0-9a-f]{4,}", report))
-    assert cited, "a report without citations"
-    for fact_id in cited:
-        assert fact_id in ledger, fact_id
-        assert f"| {fact_id} |" in report, f"{fact_id} is cited but not listed with its command"
-    for hyp in state.hypotheses:
-        for verdict in hyp.verdicts:
-            assert verdict.outcome != "rejected", verdict
 
 
 def test_healthy_workspace_is_no_fault_found(good_workspace: Path, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ FX race, whose evidence is torch's FX-trace error, is refuted on every one of th
 
 The thread tracebacks are printed by Python's own threading.excepthook in a real
 interpreter (the OOM one raising torch's own class); the NCCL abort is torch's text
-(tests/torch_error_texts.py), which needs GPUs to produce.
+(tests/lib/torch_error_texts.py), which needs GPUs to produce.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import torch_error_texts as texts
-from tests.test_diagnose import assert_grounded, diagnose, snapshot, statuses
-from tests.test_diagnose_families import explain
-from tests.workspaces import clone
+from tests.lib import torch_error_texts as texts
+from tests.lib.diagnosis import assert_grounded, diagnose, explain, snapshot, statuses
+from tests.lib.workspaces import clone
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -1,7 +1,7 @@
 """Diagnosis end to end for the failure families tests/test_diagnose.py does not meet:
 silent eager fallback, the incident's ineffective monkeypatch, dataset shape churn.
 
-Each workspace is the reference trainer's own (tests/workspaces.py): a good run, a
+Each workspace is the reference trainer's own (tests/lib/workspaces.py): a good run, a
 snapshot of it, then the change the family is about, made by the trainer's `dataset`
 command or a real run. One run per family, shared by its asserts.
 """
@@ -14,8 +14,8 @@ import pytest
 
 from agent.hypotheses import Hypothesis
 from agent.state import DiagnosisState
-from tests.test_diagnose import assert_grounded, diagnose, snapshot, statuses
-from tests.workspaces import CHURN_ADD, CHURN_LENGTHS, Scenario, clone, expand
+from tests.lib.diagnosis import assert_grounded, diagnose, explain, snapshot, statuses
+from tests.lib.workspaces import CHURN_ADD, CHURN_LENGTHS, Scenario, clone, expand
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -24,15 +24,6 @@ def only(state: DiagnosisState, kind: str) -> Hypothesis:
     found = [h for h in state.hypotheses if h.kind == kind]
     assert len(found) == 1, [h.kind for h in state.hypotheses]
     return found[0]
-
-
-def explain(state: DiagnosisState) -> str:
-    """The ranked hypotheses with their verdicts, for a failing assert's message."""
-    lines = []
-    for h in state.hypotheses:
-        lines.append(f"{h.kind}: {h.status}")
-        lines += [f"  {v.outcome}: {v.sentence}" for v in h.verdicts]
-    return "\n".join(lines)
 
 
 def sentences(hyp: Hypothesis) -> list[str]:

@@ -34,7 +34,7 @@ from agent.facts import Fact, Ledger
 from agent.hypotheses import verify
 from agent.rules.base import Evidence
 from agent.rules.fx_trace_race import FxTraceRace
-from tests import torch_error_texts as texts
+from tests.lib import torch_error_texts as texts
 from tools.parsers import stdoutlog
 
 # One fact holding a null, observed values of every kind, and nothing at "gone".

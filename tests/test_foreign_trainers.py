@@ -5,7 +5,7 @@ DFlash-like threaded trainer of its own layout, SpecForge's and torchtune's layo
 Every case goes through the real CLI as a user would: ``snapshot --name good`` while the
 workspace is healthy, the change, then ``diagnose --target local --workspace WS
 --non-interactive --json`` (with ``--baseline good`` when a snapshot was taken), and the
-asserts read the JSON report. The workspaces are tests/foreign_trainers.py's.
+asserts read the JSON report. The workspaces are tests/lib/foreign_trainers.py's.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import jsonschema
 import pytest
 
 from agent.report.model import SCHEMA
-from tests.foreign_trainers import CLI, Workspace, cli
-from tests.torch_error_texts import RECOMPILE_LIMIT, RECOMPILE_LIMIT_OLD
+from tests.lib.foreign_trainers import CLI, Workspace, cli
+from tests.lib.torch_error_texts import RECOMPILE_LIMIT, RECOMPILE_LIMIT_OLD
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 

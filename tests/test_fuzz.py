@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.test_cli import SCRIPT
+from tests.lib.cli import SCRIPT
 from tools.errors import DoctorError
 from tools.parsers import stdoutlog
 from tools.parsers.trainlog import summarize

@@ -2,7 +2,7 @@
 and the optional LLM proposer (LangChain's fake chat model, scripted, adversarial).
 
 The CLI runs as a real process against a real reference-trainer workspace (the race
-scenario of tests/workspaces.py); the menu is answered on stdin with ``--interactive``.
+scenario of tests/lib/workspaces.py); the menu is answered on stdin with ``--interactive``.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from agent.claims import Verdict
 from agent.proposer import form_claim, parse_answer
 from agent.rules import default_rules
 from agent.session import app_state
-from tests.test_cli import SCRIPT
-from tests.workspaces import FX_ERROR, SMALL, Scenario, clone, ready_to_race
+from tests.lib.cli import SCRIPT
+from tests.lib.workspaces import FX_ERROR, SMALL, Scenario, clone, ready_to_race
 from tools.probes import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def doctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # so --proposer tests.fake_models:… imports
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # so --proposer tests.lib.fake_models:… imports
     return subprocess.run(
         [SCRIPT, "-q", *args],
         capture_output=True,
@@ -186,7 +186,7 @@ def test_unknown_hypothesis_kind_is_a_one_line_usage_error(tmp_path: Path) -> No
 def test_a_proposer_that_is_not_a_chat_model_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:
-    result = diagnose(tmp_path, "--proposer", "tests.fake_models:not_a_model")
+    result = diagnose(tmp_path, "--proposer", "tests.lib.fake_models:not_a_model")
     assert result.returncode == 2
     assert "returned str, not a chat model" in result.stderr
     missing = diagnose(tmp_path, "--proposer", "no_such_module:make")
@@ -206,7 +206,7 @@ def test_adversarial_proposer_is_checked_like_a_rule_and_every_bad_claim_rejecte
         "--json",
         "--plan-only",  # a finished session: its transcript holds the model's answer
         "--proposer",
-        "tests.fake_models:adversarial",
+        "tests.lib.fake_models:adversarial",
     )
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)

@@ -32,7 +32,7 @@ from agent.health.output.formats import trend_name, write
 from agent.health.output.names import FILES
 from agent.health.output.trend import sparkline, svg
 from agent.rules import default_rules
-from tests.conftest import need
+from tests.lib.need import need
 
 T0 = datetime(2026, 11, 28, 2, 0, tzinfo=UTC)
 XSD = Path(health_junit.__file__).with_name(health_junit.XSD)

@@ -1,7 +1,7 @@
 """`dflash-doctor health` as cron runs it, against real reference-trainer workspaces
 through the real test sshd and the stand-in pct hop.
 
-Every workspace was produced by the trainer itself (tests/workspaces.py); each test takes
+Every workspace was produced by the trainer itself (tests/lib/workspaces.py); each test takes
 its baseline while its copy is good, breaks it with the trainer's own `break` command (or
 the emulated race run), and checks it. Exit codes and per-target results are read from
 the console script, as a scheduler would.
@@ -27,12 +27,11 @@ import agent
 from agent.baseline import baseline_store
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
-from agent.health.check import deadline_sweep
 from agent.health.output import junit as health_junit
-from tests.conftest import need
-from tests.sshd import SSHServer, free_port
-from tests.test_cli import cli
-from tests.workspaces import Scenario, clone, trainer
+from tests.lib.cli import cli
+from tests.lib.need import need
+from tests.lib.sshd import SSHServer, free_port
+from tests.lib.workspaces import Scenario, clone, trainer
 from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport import LocalTransport
@@ -129,13 +128,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, good_workspace: Path) -> Fle
 
 
 def gather_good(ws: Path) -> list[Fact]:
-    """``gather_local``, safe to run in several threads at once: health's own sweep
-    renders the bundle one thread at a time (see ``render_bundle``)."""
+    """``gather_local`` with the profile's cache, in several threads at once (the
+    bundle's render is safe there: ``tools.sweep.bundle``)."""
     spec = SweepSpec.for_workspace(
         str(ws), interpreter=sys.executable, extra_caches=(f"{ws}/compile_cache",)
     )
-    sweep = deadline_sweep(time.monotonic() + 600)
-    return SweepGatherer(LocalTransport(), spec, Ledger(), run_sweep=sweep)(None)
+    return SweepGatherer(LocalTransport(), spec, Ledger())(None)
 
 
 def profile(path: Path, targets: dict[str, tuple[str, Path]]) -> Path:

@@ -3,7 +3,7 @@ no compile cache directory, nothing in HOME, the temporary directory or the work
 directory, whatever the environment of cron or systemd leaves unset.
 
 The target is a copy of the reference trainer's good workspace (a real run,
-tests/workspaces.py) with its own virtualenv, ``WS/.venv``, made by ``python -m venv``. It
+tests/lib/workspaces.py) with its own virtualenv, ``WS/.venv``, made by ``python -m venv``. It
 imports torch from the project's environment (a ``.pth`` line, the way one environment is
 layered on another), and holds a start-up hook of the kind an editable install leaves (a
 ``.pth`` import line and its module) with no bytecode yet, as in an image built with
@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import need
-from tests.workspaces import clone
+from tests.lib.need import need
+from tests.lib.workspaces import clone
 from tools.probes import _runner
 from tools.probes._common import Context
 from tools.transcript import read_transcript

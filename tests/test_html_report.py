@@ -37,11 +37,11 @@ from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
 from agent.symptoms import check_all, find
-from tests.conftest import need
-from tests.pngread import pixels
-from tests.test_cli import cli
-from tests.test_diagnose import snapshot
-from tests.workspaces import clone, trainer
+from tests.lib.cli import cli
+from tests.lib.diagnosis import snapshot
+from tests.lib.need import need
+from tests.lib.pngread import pixels
+from tests.lib.workspaces import clone, trainer
 from tools.parsers import trainlog
 from tools.sweep import SweepSpec
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests import torch_error_texts as texts
-from tests.test_symptoms import incident_log
+from tests.lib import torch_error_texts as texts
+from tests.lib.logs import incident_log
 
 CLI = Path(sys.executable).with_name("dflash-doctor")
 

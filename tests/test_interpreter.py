@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,23 +15,12 @@ from typing import Any
 import pytest
 
 from agent.targets import resolve_target
-from tests.sshd import SSHServer
-from tests.test_ssh import options
+from tests.lib.sshd import SSHServer, options
+from tests.lib.venv import make_venv
 from tools.sweep import SweepSpec, sweep
 from tools.transport import LocalTransport, open_target
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-def make_venv(where: Path, *, torch: bool) -> Path:
-    """A real virtualenv; with ``torch``, this test run's site-packages (torch included)
-    are visible in it through a .pth file, as a venv that installed torch would see it."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
-    if torch:
-        purelib = sysconfig.get_paths()["purelib"]
-        site = next(where.glob("lib/python3*/site-packages"))
-        (site / "test_torch_visible.pth").write_text(purelib + "\n")
-    return where / "bin" / "python"
 
 
 @pytest.fixture(scope="module")

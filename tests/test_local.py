@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.helpers import processes_with
+from tests.lib.helpers import processes_with
 from tools.errors import CommandTimeout
 from tools.transport import LocalTransport, open_target
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import need
+from tests.lib.need import need
 from tools.parsers import logformats, trainlog
 from tools.probes import trainlog as trainlog_probe
 from tools.probes._common import Context, ProbeFailure

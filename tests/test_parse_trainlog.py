@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_probe_support import train_log_lines
-from tools.bundle import SweepSpec, build_plan, sweep
+from tests.lib.probe_workspace import train_log_lines
 from tools.parsers import trainlog
 from tools.parsers._trainlog import values
 from tools.probes import trainlog as trainlog_probe
 from tools.probes._common import Context
 from tools.probes._runner import _jsonable
+from tools.sweep import SweepSpec, build_plan, sweep
 from tools.transport.local import LocalTransport
 
 

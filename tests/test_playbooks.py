@@ -1,6 +1,6 @@
 """Fix playbooks as transactions, against the reference trainer after the incident.
 
-Each test copies the crashed workspace of the FX race (tests/workspaces.py), gives it a
+Each test copies the crashed workspace of the FX race (tests/lib/workspaces.py), gives it a
 launch file that restarts the same broken configuration, and runs a playbook on it for
 real: the trainer is stopped, edited, restarted and its fresh log lines are read.
 """
@@ -19,7 +19,7 @@ from agent.demo import reference_site
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
 from playbooks.base import FX_TRACE
 from playbooks.launch import with_env, with_flag
-from tests.workspaces import Scenario, ready_to_race
+from tests.lib.workspaces import Scenario, ready_to_race
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -230,7 +230,7 @@ def test_guided_diagnose_plan_only_shows_the_fix_and_writes_nothing(
     the launch file is untouched."""
     import json
 
-    from tests.test_cli import cli
+    from tests.lib.cli import cli
 
     race_scenario.install_baseline("good")
     launch = Path(site.launch_file)

@@ -1,4 +1,4 @@
-"""The playbooks on a trainer that is not the reference one (tests/user_threaded_train.py):
+"""The playbooks on a trainer that is not the reference one (tests/lib/user_threaded_train.py):
 its own files, log format and launch command, several threads each calling
 ``torch.compile``d code, and torch's FX-trace error killing one of them.
 
@@ -32,8 +32,8 @@ from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transac
 from playbooks.base import FX_ERROR, FileChange, unified
 from playbooks.launch import current, with_flag
 from playbooks.site import running_trainer, site
-from tests.test_cli import cli
-from tests.test_interpreter import make_venv
+from tests.lib.cli import cli
+from tests.lib.venv import make_venv
 from tools.errors import ApplyError
 from tools.sweep import SweepSpec, sweep
 from tools.transport import LocalTransport
@@ -41,7 +41,7 @@ from tools.transport import LocalTransport
 pytestmark = [pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = Path(__file__).with_name("user_threaded_train.py")
+SCRIPT = Path(__file__).parent / "lib" / "user_threaded_train.py"
 RACE = ["--steps", "30", "--lengths", "16,32", "--old-torch-race"]
 LONG = ["--steps", "3000", "--lengths", "16,32"]  # still running while a test acts on it
 

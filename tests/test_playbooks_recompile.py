@@ -1,6 +1,6 @@
 """recompile-limit, as a transaction, against the reference trainer after shape churn.
 
-The churned workspace: the good workspace (tests/workspaces.py), its dataset grown by a
+The churned workspace: the good workspace (tests/lib/workspaces.py), its dataset grown by a
 new length (80), run with a recompile limit of 1 — fewer than its two lengths — so torch
 stops compiling the second length each device meets and runs it eager, saying so in the
 stdout log. Each test copies it and runs the playbook on the copy for real.
@@ -23,7 +23,7 @@ import pytest
 from agent.demo import reference_site
 from playbooks import ApplyError, RecompileLimit, Remote, TrainerSite, Transaction
 from playbooks.recompile_limit import WARNING
-from tests.workspaces import SMALL, Scenario, clone, gather_local, trainer
+from tests.lib.workspaces import SMALL, Scenario, clone, gather_local, trainer
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -186,7 +186,7 @@ def test_diagnose_offers_the_fix_for_verified_shape_churn(
 ) -> None:
     """`diagnose --plan-only` against the good state: the dataset grew, shape churn is
     verified, and recompile-limit is planned (its diff shown, nothing written)."""
-    from tests.test_cli import cli
+    from tests.lib.cli import cli
 
     # The baseline's facts name their files by path: take them at the path the churned
     # copy will have, from a copy of the good workspace, then put the churned one there.

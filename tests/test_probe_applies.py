@@ -19,9 +19,9 @@ from agent import applies as agent_applies
 from agent.facts import Fact, Ledger
 from playbooks import Remote
 from playbooks.journal import Journal, this_process
-from tests.test_cli import SCRIPT
-from tests.test_diagnose import diagnose, snapshot
-from tests.workspaces import clone
+from tests.lib.cli import SCRIPT
+from tests.lib.diagnosis import diagnose, snapshot
+from tests.lib.workspaces import clone
 from tools.probes import applies
 from tools.probes._common import Context
 from tools.transport import LocalTransport

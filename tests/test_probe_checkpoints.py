@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_probe_support import make_workspace, write_pt
+from tests.lib.probe_workspace import make_workspace, write_pt
 from tools.probes import checkpoints
 from tools.probes._common import Context, ProbeFailure
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
-from tests.test_probe_support import as_nobody, world_readable_dir
+from tests.lib.need import need
+from tests.lib.probe_workspace import as_nobody, world_readable_dir
 from tools.probes import checksums
 from tools.probes._common import Context, ProbeFailure
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
+from tests.lib.need import need
 from tools.probes import integrity
 from tools.probes._common import Context, ProbeFailure
 

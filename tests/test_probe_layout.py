@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_probe_support import make_workspace, write_pt
+from tests.lib.probe_workspace import make_workspace, write_pt
 from tools.probes import checkpoints, layout
 from tools.probes._common import Context, ProbeFailure
 from tools.sweep import SweepSpec, sweep

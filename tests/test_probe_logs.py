@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_probe_support import as_nobody, make_workspace, world_readable_dir
+from tests.lib.probe_workspace import as_nobody, make_workspace, world_readable_dir
 from tools.probes import checkpoints, stdoutlog, trainlog
 from tools.probes._common import Context, ProbeFailure
 

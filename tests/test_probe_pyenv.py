@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
+from tests.lib.need import need
 from tools.probes import pyenv
 from tools.probes._common import Context
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_probe_support import make_workspace
+from tests.lib.probe_workspace import make_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("devzero", "fifo", "loop", "dir")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from tests.conftest import need
+from tests.lib.need import need
 from tools.probes import torch_source
 from tools.probes._common import Context
 

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from detect_secrets.plugins import keyword
 
-from tests.sshd import SSHServer
-from tests.test_cli import cli
+from tests.lib.cli import cli
+from tests.lib.sshd import SSHServer
 from tools import secrets_detect
 from tools.probes._runner import SENTINEL
 from tools.redact import Redactor

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_cli import cli
+from tests.lib.cli import cli
 from tools.probes._runner import SENTINEL
 from tools.redact import Redactor
 from tools.transcript import read_transcript, unb64

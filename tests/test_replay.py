@@ -16,7 +16,7 @@ from agent.rules.fx_trace_race import FxTraceRace
 from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
-from tests.test_cli import cli
+from tests.lib.cli import cli
 from tools.sweep import SweepSpec
 from tools.transcript import TranscriptWriter, read_transcript
 

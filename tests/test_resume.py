@@ -16,7 +16,7 @@ from agent.rules.base import Evidence, Rule
 from agent.runner import build_doctor, run_session
 from agent.session import Session, SessionConfig
 from agent.state import DiagnosisState
-from tests.test_cli import cli
+from tests.lib.cli import cli
 from tools.sweep import SweepSpec
 
 

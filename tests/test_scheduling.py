@@ -18,7 +18,7 @@ import pytest
 from typer.main import get_command
 
 from agent.cli import app
-from tests.conftest import need
+from tests.lib.need import need
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scheduling"
 SERVICE = EXAMPLES / "dflash-doctor-health.service"

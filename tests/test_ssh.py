@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from tests.helpers import processes_with
-from tests.sshd import SSHServer
+from tests.lib.helpers import processes_with
+from tests.lib.sshd import SSHServer, options
 from tools.errors import (
     AuthenticationError,
     CommandTimeout,
@@ -43,17 +43,6 @@ PAYLOADS = [
     "-n",
     "",
 ]
-
-
-def options(server: SSHServer, **overrides: object) -> SSHOptions:
-    settings: dict[str, object] = {
-        "identity_file": str(server.identity),
-        "known_hosts": str(server.known_hosts),
-        "connect_timeout": 3,
-        "retries": 0,
-    }
-    settings.update(overrides)
-    return SSHOptions(**settings)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -3,17 +3,15 @@ facts made by the real parser from logs written the way other trainers write the
 
 from __future__ import annotations
 
-import io
 import json
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agent.facts import Fact, Ledger
 from agent.symptoms import change_points, check_all, explain, find, unexplained
-from tools.parsers import trainlog
+from tests.lib.logs import fact_of, incident_log
 
 
 def around(level: float, n: int, rng: random.Random, spread: float = 0.07) -> list[float]:
@@ -40,26 +38,6 @@ def test_a_short_log_cannot_call_a_change_but_a_clean_split_can() -> None:
     threshold), however they wobble; eight against eight, fully apart, do."""
     assert change_points([1e4, 1e4, 1e4, 1e4, 1e4, 1e4, 4e3, 4e3, 4e3, 4e3, 4e3, 4e3]) == []
     assert change_points([1e4] * 8 + [4e3] * 8) == [8]
-
-
-def incident_log(path: Path, *, drop: bool = True) -> None:
-    """The incident, as another program logs it: three drafter devices under
-    ``perf/tokens_per_second`` keyed by ``_step``; ~4,270 tok/s each (12,800 together)
-    to step 690, then the resume after the dataset grew, ~1,430 each (4,300)."""
-    rng = random.Random(7)
-    lines = []
-    for step in range(10, 1201, 10):
-        slow = drop and step > 690
-        for device in range(3):
-            tok = (1430 if slow else 4270) * rng.uniform(0.95, 1.05)
-            lines.append({"_step": step, "device": f"cuda:{device}", "perf/tokens_per_second": tok})
-    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
-
-
-def fact_of(path: Path, ledger: Ledger) -> Fact:
-    with io.FileIO(str(path), "r") as f:
-        value: Any = trainlog.summarize(f)
-    return ledger.append(Fact(probe="trainlog", target="local", value=value))
 
 
 def test_the_incidents_drop_is_a_verified_symptom_with_its_step_and_ratio(tmp_path: Path) -> None:

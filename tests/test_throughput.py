@@ -19,7 +19,7 @@ from agent.hypotheses import verify
 from agent.rules.base import Evidence
 from agent.rules.eager_fallback import SilentEagerFallback
 from agent.throughput import PRIMARY_KEYS, primary_entry, subject
-from tests import torch_error_texts as texts
+from tests.lib import torch_error_texts as texts
 from tools.parsers import stdoutlog, trainlog
 
 GOOD, SLOW = 12800.0, 4300.0

@@ -18,8 +18,8 @@ from agent.rules.base import Evidence
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.rules.shape_churn import DatasetShapeChurn
 from agent.symptoms import Symptom, check_all, explain, find, unexplained
-from tests import torch_error_texts as texts
-from tests.test_symptoms import fact_of, incident_log
+from tests.lib import torch_error_texts as texts
+from tests.lib.logs import fact_of, incident_log
 from tools.parsers import stdoutlog
 from tools.probes import checkpoints, dataset
 from tools.probes._common import Context

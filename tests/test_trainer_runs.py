@@ -102,7 +102,7 @@ def workspace(root: Path, lengths: list[int], cache_from: Path | None = None) ->
 @pytest.fixture(scope="module")
 def good(good_workspace: Path) -> Run:
     """The good run: one length, cold start, 2 targets + 1 drafter threads, 40 steps.
-    It is the session's good workspace (tests/workspaces.py, which asserts the run
+    It is the session's good workspace (tests/lib/workspaces.py, which asserts the run
     exited 0): the same run twice would cost half a minute of a 2-core suite."""
     return Run(0, good_workspace, "")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
+from tests.lib.need import need
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:

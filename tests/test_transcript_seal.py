@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.session import Session, SessionConfig, app_state
-from tests.test_cli import SCRIPT
+from tests.lib.cli import SCRIPT
 from tools.errors import ConfigError, TranscriptError
 from tools.signing import KEY_BYTES, installation_key, load_key
 from tools.statedir import app_state_dir

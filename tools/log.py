@@ -49,6 +49,15 @@ def configure(*, json: bool = False, level: str = "info") -> None:
         _apply()  # already loaded (a second configure, a test): apply now
 
 
+def reset() -> None:
+    """Forget ``configure`` (and the bound context): events go to structlog as it stands,
+    as before any configuration. For tests that run the CLI in-process."""
+    global _settings, _applied
+    _settings = None
+    _applied = False
+    _context.set(None)
+
+
 def bind_contextvars(**values: Any) -> None:
     """Bind ``values`` to every later event of this context (thread, task)."""
     _context.set({**(_context.get() or {}), **values})

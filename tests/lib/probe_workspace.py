@@ -1,4 +1,5 @@
-"""Helpers the probe, bundle and parser tests share (no tests here).
+"""The incident's workspace laid out in a temporary directory, for the probe, sweep and
+parser tests.
 
 ``make_workspace`` lays out the incident's ``/workspace`` in a temporary directory: two
 checkpoints, a train log written the way the reference trainer writes it (one line per

@@ -3,7 +3,7 @@ scripted. The scripts cannot know fact ids in advance (they are content hashes o
 sweep observed), so a script names a fact as ``<fact:PROBE>`` and the model fills in the
 id of that probe's newest fact from the prompt it was given — nothing else is computed.
 
-Used by ``--proposer tests.fake_models:adversarial`` (with the repository on PYTHONPATH).
+Used by ``--proposer tests.lib.fake_models:adversarial`` (with the repository on PYTHONPATH).
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@ plugin).
 
 Each real trainer runs once per session, on CPU, on a tiny randomly initialised model whose
 config is built in code (nothing is downloaded), the way a user runs it: its training
-script is the workspace's ``train.py`` (tests/foreign/), started by the workspace's
+script is the workspace's ``train.py`` (tests/lib/foreign/), started by the workspace's
 ``launch.sh``, stdout and stderr appended to ``train.log``. Broken cases are copies of a
 good run (``shutil.copytree``) broken afterwards, or a resumed run of such a copy.
 
 Trainers that cannot run here (SpecForge's DFlash trainer needs CUDA and FSDP; torchtune
-is not installed) are written by tests/foreign/written_layouts.py in the layout and line
+is not installed) are written by tests/lib/foreign/written_layouts.py in the layout and line
 format their public source writes, as that module's docstring says line by line.
 
 A workspace whose good state must be the baseline of a later run carries the snapshot
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import need
-from tests.torch_error_texts import (
+from tests.lib.need import need
+from tests.lib.torch_error_texts import (
     CUDA_OOM,
     CUDA_OOM_MESSAGE,
     FX_NESTED_TRACE,
@@ -198,7 +198,7 @@ def lightning_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 
 @pytest.fixture(scope="session")
 def threads_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
-    """tests/foreign/threads_train.py's good run: three drafter threads, 40 steps,
+    """tests/lib/foreign/threads_train.py's good run: three drafter threads, 40 steps,
     checkpoints ``ckpt/epoch_0_step_{20,40}``, 48 prompts of one length."""
     _need("torch", "torch")
     ws = new_workspace(tmp_path_factory, "threads", "threads_train.py")
@@ -288,7 +288,7 @@ def nccl_crash_workspace(
 
 @pytest.fixture(scope="session")
 def written_layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Workspace]:
-    """SpecForge's and torchtune's layouts, written by tests/foreign/written_layouts.py."""
+    """SpecForge's and torchtune's layouts, written by tests/lib/foreign/written_layouts.py."""
     _need("torch", "torch")
     _need("transformers", "foreign")
     root = tmp_path_factory.mktemp("written")

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.transport.ssh_options import SSHOptions
+
 STANDIN_PCT = """#!/bin/sh
 # STAND-IN for Proxmox's `pct`, for tests only: `pct exec CTID -- CMD [ARGS...]` checks the
 # container id against $STANDIN_PCT_CTIDS and runs CMD on this host; nothing else works.
@@ -197,7 +199,7 @@ def _children(parent: int) -> list[int]:
 
 @pytest.fixture
 def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHServer]:
-    from tests.conftest import need
+    from tests.lib.need import need
 
     binary = find_sshd()
     need(binary is not None, "sshd", "install openssh-server (make test does so as root)")
@@ -210,3 +212,14 @@ def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHServer]
         yield server
     finally:
         server.stop()
+
+
+def options(server: SSHServer, **overrides: object) -> SSHOptions:
+    settings: dict[str, object] = {
+        "identity_file": str(server.identity),
+        "known_hosts": str(server.known_hosts),
+        "connect_timeout": 3,
+        "retries": 0,
+    }
+    settings.update(overrides)
+    return SSHOptions(**settings)  # type: ignore[arg-type]

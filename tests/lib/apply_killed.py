@@ -1,6 +1,6 @@
 """An apply that SIGKILLs itself at a chosen point, for tests/test_apply_recovery.py.
 
-``python -m tests.apply_killed WS KILL_AT`` plans and applies lock-warmup (hook route) on
+``python -m tests.lib.apply_killed WS KILL_AT`` plans and applies lock-warmup (hook route) on
 the workspace's trainer through the real operations, and SIGKILLs its own process right
 after the operation named by KILL_AT returns: ``step:NAME`` once the journal records
 step NAME, ``op:NAME`` after the first NAME operation (``op:stop``: the trainer has been
