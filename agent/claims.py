@@ -209,12 +209,17 @@ class Claim(BaseModel):
         return seen
 
 
-class Verdict(BaseModel):
+class ClaimVerdict(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     outcome: Outcome
     sentence: str
     cites: tuple[str, ...]
+
+
+# The name sessions paused before the rename stored in their checkpoints
+# (agent.graph.CHECKPOINT_TYPES): kept so that they still resume. Remove in 0.3.
+Verdict = ClaimVerdict
 
 
 def unshown(text: str, cites: Sequence[str]) -> list[str]:
@@ -274,31 +279,31 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def check(claim: Claim, ledger: Ledger) -> Verdict:
+def check(claim: Claim, ledger: Ledger) -> ClaimVerdict:
     """Check ``claim`` on the facts it cites; the verdict's sentence is rendered here."""
     pred = claim.predicate
     refs = pred.refs()
     cites = tuple(claim.cites)
     if not refs:
-        return Verdict(outcome="rejected", sentence="claim cites no fact", cites=cites)
+        return ClaimVerdict(outcome="rejected", sentence="claim cites no fact", cites=cites)
     values: dict[Ref, object] = {}
     for ref in refs:
         if ref.fact not in ledger:
-            return Verdict(
+            return ClaimVerdict(
                 outcome="rejected",
                 sentence=f"claim cites {ref.fact}, which is not in the ledger",
                 cites=cites,
             )
         fact = ledger.get(ref.fact)
         if not fact.ok:
-            return Verdict(
+            return ClaimVerdict(
                 outcome="unverifiable",
                 sentence=f"{ref.fact} ({fact.probe}) is a failed observation: {fact.error}",
                 cites=cites,
             )
         value = resolve(fact, ref.path)
         if value is MISSING:
-            return Verdict(
+            return ClaimVerdict(
                 outcome="unverifiable",
                 sentence=f"{ref.fact} ({fact.probe}) has no {ref.show()}",
                 cites=cites,
@@ -308,7 +313,7 @@ def check(claim: Claim, ledger: Ledger) -> Verdict:
             # A probe writes null where it could not see the thing (a package the probed
             # interpreter cannot import, a value a file did not carry): no observation,
             # so no claim on it can fail. Only an observed value refutes.
-            return Verdict(
+            return ClaimVerdict(
                 outcome="unverifiable",
                 sentence=f"{ref.fact} ({fact.probe}) observed no {ref.show()} (null)",
                 cites=cites,
@@ -316,11 +321,11 @@ def check(claim: Claim, ledger: Ledger) -> Verdict:
         values[ref] = value
     holds, sentence = _evaluate(pred, values)
     if holds is None:
-        return Verdict(outcome="unverifiable", sentence=sentence, cites=cites)
-    return Verdict(outcome="holds" if holds else "fails", sentence=sentence, cites=cites)
+        return ClaimVerdict(outcome="unverifiable", sentence=sentence, cites=cites)
+    return ClaimVerdict(outcome="holds" if holds else "fails", sentence=sentence, cites=cites)
 
 
-def _v(ref: Ref, values: dict[Ref, object]) -> str:
+def _shown(ref: Ref, values: dict[Ref, object]) -> str:
     return f"{ref.show()} = {_fmt(values[ref])} [{ref.fact}]"
 
 
@@ -349,7 +354,7 @@ def _huge(value: int) -> str:
 def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[bool | None, str]:
     left, right = values[pred.a], values[pred.b]
     how = difference(left, right) if isinstance(left, str) and isinstance(right, str) else None
-    pair = f"{_v(pred.a, values)} and {_v(pred.b, values)}"
+    pair = f"{_shown(pred.a, values)} and {_shown(pred.b, values)}"
     if left is None and right is None:
         return None, f"{pair}: neither has a version; not compared"
     if (left is None) != (right is None):
@@ -372,12 +377,12 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
     if isinstance(pred, Equal | Differs):
         left = values[pred.a]
         right = values[pred.b] if pred.b is not None else pred.value
-        other = _v(pred.b, values) if pred.b is not None else _fmt(pred.value)
+        other = _shown(pred.b, values) if pred.b is not None else _fmt(pred.value)
         same = left == right
         verb = "equals" if same else "differs from"
         return (
             same if isinstance(pred, Equal) else not same
-        ), f"{_v(pred.a, values)} {verb} {other}"
+        ), f"{_shown(pred.a, values)} {verb} {other}"
     if isinstance(pred, VersionDiffers):
         return _version_differs(pred, values)
     if isinstance(pred, Contains):
@@ -394,14 +399,14 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
             return None, f"{pred.a.show()} [{pred.a.fact}] is not text"
         found = re.search(pred.pattern, text) is not None
         verb = "matches" if found else "does not match"
-        return found, f"{_v(pred.a, values)} {verb} /{pred.pattern}/"
+        return found, f"{_shown(pred.a, values)} {verb} /{pred.pattern}/"
     if isinstance(pred, AtLeast | AtMost):
         number = _number(values[pred.a])
         if number is None:
             return None, f"{pred.a.show()} [{pred.a.fact}] is not a number"
         ok = number >= pred.value if isinstance(pred, AtLeast) else number <= pred.value
         rel = ("≥" if ok else "<") if isinstance(pred, AtLeast) else ("≤" if ok else ">")
-        return ok, f"{_v(pred.a, values)} {rel} {_fmt(pred.value)}"
+        return ok, f"{_shown(pred.a, values)} {rel} {_fmt(pred.value)}"
     if isinstance(pred, RatioBelow | RatioAtLeast):
         num, den = _number(values[pred.a]), _number(values[pred.b])
         if num is None or den is None or den == 0:
@@ -409,26 +414,25 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         ratio = num / den
         ok = ratio < pred.ratio if isinstance(pred, RatioBelow) else ratio >= pred.ratio
         rel = ("<" if ok else "≥") if isinstance(pred, RatioBelow) else ("≥" if ok else "<")
-        return ok, (
-            f"{_v(pred.a, values)} is {ratio:.2f}× {_v(pred.b, values)} ({rel} {pred.ratio:g}×)"
-        )
+        a, b = _shown(pred.a, values), _shown(pred.b, values)
+        return ok, f"{a} is {ratio:.2f}× {b} ({rel} {pred.ratio:g}×)"
     if isinstance(pred, Greater):
         left, right = _number(values[pred.a]), _number(values[pred.b])
         if left is None or right is None:
             return None, f"{pred.a.show()} or {pred.b.show()} is not a number"
         rel = ">" if left > right else "≤"
-        return left > right, f"{_v(pred.a, values)} {rel} {_v(pred.b, values)}"
+        return left > right, f"{_shown(pred.a, values)} {rel} {_shown(pred.b, values)}"
     if isinstance(pred, NotBefore):
         left, right = _number(values[pred.a]), _number(values[pred.b])
         if left is None or right is None:
             return None, f"{pred.a.show()} or {pred.b.show()} is not a step"
         rel = "not before" if left >= right else "before"
-        return left >= right, f"{_v(pred.a, values)}, {rel} {_v(pred.b, values)}"
+        return left >= right, f"{_shown(pred.a, values)}, {rel} {_shown(pred.b, values)}"
     if isinstance(pred, WindowRatio):
         return _window_ratio(pred, values[pred.a])
     if isinstance(pred, Exists | Absent):
         present = _truthy(values[pred.a])
-        text = f"{_v(pred.a, values)} ({'present' if present else 'empty'})"
+        text = f"{_shown(pred.a, values)} ({'present' if present else 'empty'})"
         return (present if isinstance(pred, Exists) else not present), text
     raise AssertionError(f"unhandled predicate {type(pred).__name__}")
 

@@ -17,7 +17,6 @@ import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -95,9 +94,6 @@ class Ledger:
     def __len__(self) -> int:
         return len(self._facts)
 
-    def by_probe(self, probe: str) -> list[Fact]:
-        return [f for f in self._facts.values() if f.probe == probe]
-
     def _short_id(self, full: str) -> str:
         length = _MIN_ID
         rivals = self._by_prefix.get(full[:_MIN_ID], [])
@@ -145,20 +141,3 @@ def latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
 def observed(fact: Fact | None) -> Fact | None:
     """``fact`` when it holds an observation, None when it is absent or failed."""
     return fact if fact is not None and fact.ok else None
-
-
-def fact_from_result(
-    probe: str, result: Any, value: JsonValue = None, error: str | None = None
-) -> Fact:
-    """A Fact from a ``CommandResult``; the raw bytes stay in the transcript, digests here."""
-    return Fact(
-        probe=probe,
-        target=result.target,
-        argv=tuple(result.argv),
-        rc=result.rc,
-        stdout_digest=hashlib.sha256(result.stdout).hexdigest(),
-        stderr_digest=hashlib.sha256(result.stderr).hexdigest(),
-        value=value,
-        error=error,
-        duration=result.duration,
-    )

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.claims import Claim, Verdict, check
+from agent.claims import Claim, ClaimVerdict, check
 from agent.facts import Ledger
 
 Kind = Literal[
@@ -63,21 +63,20 @@ class Hypothesis(BaseModel):
     kind: Kind
     claims: tuple[Claim, ...]
     predictions: tuple[Prediction, ...] = ()
-    probes: tuple[str, ...] = ()
     unlocks: tuple[str, ...] = ()
     status: Status = "untested"
-    verdicts: tuple[Verdict, ...] = ()
+    verdicts: tuple[ClaimVerdict, ...] = ()
     # Who proposed it: "rule" or "llm:<model>". The checker does not care; readers do.
     source: str = "rule"
     # Claims a proposer sent that could not even be formed (free text, no citation, not
     # a known predicate), each with the reason; they count as rejected verdicts.
-    rejected: tuple[Verdict, ...] = ()
+    rejected: tuple[ClaimVerdict, ...] = ()
     # How strongly the facts point here, for ranking: see ``rank``.
     weight: int = Field(default=1, ge=0)
     # Its evidence dated against the drop it would explain (``agent.timing``): checked
     # claims kept apart from ``verdicts``, since evidence older than the drop makes the
     # family no explanation of it, not false.
-    timing: tuple[Verdict, ...] = ()
+    timing: tuple[ClaimVerdict, ...] = ()
 
     @property
     def title(self) -> str:
@@ -102,7 +101,7 @@ class Hypothesis(BaseModel):
         return "fits" if outcomes == {"holds"} else "undated"
 
 
-def status_of(verdicts: tuple[Verdict, ...]) -> Status:
+def status_of(verdicts: tuple[ClaimVerdict, ...]) -> Status:
     """The status rule (module docstring), for anything made of checked claims: a
     hypothesis, or a symptom (``agent.symptoms``)."""
     outcomes = {v.outcome for v in verdicts}

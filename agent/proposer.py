@@ -2,9 +2,9 @@
 typed form a rule uses, and the checker treats them exactly like a rule's.
 
 What the model gets: the failure families, the predicate schema and the session's facts
-(id, probe, value). What it may send back: a JSON list of ``{"kind", "claims",
-"probes"}``. Claims are typed predicates citing fact ids; there is no field for prose and
-none for a command: a proposer can name registered probes, never run a string of its own.
+(id, probe, value). What it may send back: a JSON list of ``{"kind", "claims"}``. Claims
+are typed predicates citing fact ids; there is no field for prose and none for a command
+or a probe: a proposer reasons over the facts the sweep gathered and never runs anything.
 Anything else in its answer is rejected here with a reason, claim by claim, and what is
 left is checked on the ledger like any rule's claim (``agent.hypotheses.verify``), so an
 uncited claim, a claim citing a fact that does not exist and a claim whose predicate is
@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -25,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.claims import PREDICATES, Claim, Verdict
+from agent.claims import PREDICATES, Claim, ClaimVerdict
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence
 from tools.errors import UsageError
@@ -34,12 +33,12 @@ KINDS: tuple[str, ...] = get_args(Kind)
 FACT_CHARS = 1500  # per fact in the prompt: enough for versions, counts and signatures
 
 SYSTEM = """You propose diagnoses for a DFlash drafter training run from machine facts.
-Answer with a JSON list only. Each item: {"kind": K, "claims": [C, ...], "probes": [P, ...]}.
+Answer with a JSON list only. Each item: {"kind": K, "claims": [C, ...]}.
 K is one of: KINDS.
 Each claim C is {"predicate": {"op": OP, ...}} where "a" and "b" are references to a value
 inside a fact: {"fact": "F-xxxx", "path": ["key", 0, ...], "label": "what it is"}.
 OPS
-A claim must cite the facts it is about; it has no free text. P names a probe to run."""
+A claim must cite the facts it is about; it has no free text."""
 
 
 @dataclass
@@ -60,7 +59,6 @@ class Proposal(BaseModel):
 
     kind: str
     claims: list[Any] = []
-    probes: list[str] = []
 
 
 def _op_lines() -> str:
@@ -77,11 +75,11 @@ def _one_line(exc: ValidationError) -> str:
     return f"{where}: {err['msg']}"
 
 
-def form_claim(raw: object, index: int) -> Claim | Verdict:
+def form_claim(raw: object, index: int) -> Claim | ClaimVerdict:
     """A claim as sent, or the reason it cannot be one (a rejected verdict)."""
 
-    def rejected(reason: str) -> Verdict:
-        return Verdict(outcome="rejected", sentence=f"claim {index + 1}: {reason}", cites=())
+    def rejected(reason: str) -> ClaimVerdict:
+        return ClaimVerdict(outcome="rejected", sentence=f"claim {index + 1}: {reason}", cites=())
 
     if isinstance(raw, str):
         return rejected("free text is not a claim; only typed predicates citing facts are")
@@ -98,15 +96,10 @@ def form_claim(raw: object, index: int) -> Claim | Verdict:
 
 
 class LLMProposer:
-    """Asks ``model`` for hypotheses on the evidence; returns them unchecked.
+    """Asks ``model`` for hypotheses on the evidence; returns them unchecked."""
 
-    ``known_probes`` is the set of probe names a proposal may ask for; a proposal naming
-    anything else is cut down to the known ones, with a rejected line saying so.
-    """
-
-    def __init__(self, model: BaseChatModel, known_probes: Sequence[str], name: str = "") -> None:
+    def __init__(self, model: BaseChatModel, name: str = "") -> None:
         self.model = model
-        self.known_probes = frozenset(known_probes)
         self.name = f"llm:{name or type(model).__name__}"
 
     def messages(self, evidence: Evidence) -> list[SystemMessage | HumanMessage]:
@@ -136,10 +129,10 @@ class LLMProposer:
         return self.parse(text)
 
     def parse(self, text: str) -> Proposed:
-        return parse_answer(text, self.name, self.known_probes)
+        return parse_answer(text, self.name)
 
 
-def parse_answer(text: str, source: str, known_probes: frozenset[str]) -> Proposed:
+def parse_answer(text: str, source: str) -> Proposed:
     """An answer as hypotheses (each carrying its rejected claims), and the
     reasons for any part of it that could not be read as a hypothesis at all."""
     result = Proposed(source, text, [], [])
@@ -155,7 +148,7 @@ def parse_answer(text: str, source: str, known_probes: frozenset[str]) -> Propos
         result.refused.append(f"the answer is a JSON {type(data).__name__}, not a list")
         return result
     for i, item in enumerate(data):
-        formed = _hypothesis(item, i, source, known_probes)
+        formed = _hypothesis(item, i, source)
         if isinstance(formed, Hypothesis):
             result.hypotheses.append(formed)
         else:
@@ -163,9 +156,7 @@ def parse_answer(text: str, source: str, known_probes: frozenset[str]) -> Propos
     return result
 
 
-def _hypothesis(
-    item: object, index: int, source: str, known_probes: frozenset[str]
-) -> Hypothesis | str:
+def _hypothesis(item: object, index: int, source: str) -> Hypothesis | str:
     try:
         proposal = Proposal.model_validate(item)
     except ValidationError as exc:
@@ -173,26 +164,16 @@ def _hypothesis(
     if proposal.kind not in KINDS:
         return f"proposal {index + 1}: unknown kind {proposal.kind!r}"
     claims: list[Claim] = []
-    rejected: list[Verdict] = []
+    rejected: list[ClaimVerdict] = []
     for i, raw in enumerate(proposal.claims):
         formed = form_claim(raw, i)
         if isinstance(formed, Claim):
             claims.append(formed)
         else:
             rejected.append(formed)
-    unknown = [p for p in proposal.probes if p not in known_probes]
-    if unknown:
-        rejected.append(
-            Verdict(
-                outcome="rejected",
-                sentence=f"unknown probes {unknown}: only registered probes may be named",
-                cites=(),
-            )
-        )
     return Hypothesis(
         kind=proposal.kind,  # checked against KINDS above, and by pydantic again
         claims=tuple(claims),
-        probes=tuple(p for p in proposal.probes if p in known_probes),
         source=source,
         rejected=tuple(rejected),
     )

@@ -60,7 +60,6 @@ from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState
 from agent.symptoms import Symptom
 from tools.errors import TranscriptError
-from tools.probes import PROBES
 from tools.signing import load_key
 from tools.sweep import SweepSpec
 from tools.transcript import SealCheck, read_sealed, unb64
@@ -134,7 +133,7 @@ class RecordedProposer:
         text = self._texts.popleft()
         if text is None:
             return Proposed(self.name, None, [], ["the model failed (as recorded)"])
-        return parse_answer(text, self.name, frozenset(PROBES))
+        return parse_answer(text, self.name)
 
 
 def _run(doctor: Doctor, start: DiagnosisState, choices: list[Choice]) -> DiagnosisState:

@@ -10,7 +10,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from agent.baseline import DiffEntry
-from agent.claims import Verdict as ClaimVerdict
+from agent.claims import ClaimVerdict
 from agent.hypotheses import Hypothesis, Kind
 from agent.symptoms import Symptom
 from playbooks.base import FixOutcome, FixPlan
@@ -72,6 +72,7 @@ class Answer(BaseModel):
 Mode = Literal["guided", "demo", "health", "replay"]
 
 
+# The diagnosis's verdict (a claim's is agent.claims.ClaimVerdict).
 Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence", "unexplained_symptom"]
 
 

@@ -137,7 +137,7 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def summarize(fact: Fact) -> str:
+def fact_summary(fact: Fact) -> str:
     if not fact.ok:
         return f"FAILED: {fact.error}"
     value = fact.value

@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict
 from agent.claims import (
     AtLeast,
     Claim,
+    ClaimVerdict,
     PathPart,
     Ref,
-    Verdict,
     WindowRatio,
     check,
     window_series,
@@ -84,7 +84,7 @@ class Symptom(BaseModel):
     series: str  # what was measured: "drafter tokens/s (sum of 3 series)", "rank=0 tokens/s"
     subject: bool  # the throughput the diagnosis judges, or one group of it
     claims: tuple[Claim, ...]
-    verdicts: tuple[Verdict, ...] = ()
+    verdicts: tuple[ClaimVerdict, ...] = ()
     status: Literal["verified", "refuted", "unverifiable", "untested"] = "untested"
     step: float | None = None  # where it changed (the first step after the change point)
     # The step the new regime began at, in the train-log fact, to the resolution of a
@@ -119,7 +119,7 @@ class Symptom(BaseModel):
         return f"the run restarted{where}"
 
 
-def _unsteady_word(verdicts: Sequence[Verdict]) -> str:
+def _unsteady_word(verdicts: Sequence[ClaimVerdict]) -> str:
     """Which way a refuted steady claim went: its first claim is "the last quarter is
     not below 0.8× the whole", its second "below 1.25×" (``find``)."""
     fell = bool(verdicts) and verdicts[0].outcome == "fails"

@@ -46,7 +46,7 @@ FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimi
 
 
 @dataclass(frozen=True)
-class Signature:
+class Recurrence:
     """The console-log signature (an id of ``tools.parsers.stdoutlog.SIGNATURES``, or of a
     profile's ``extra_signatures``) whose hits in the restarted trainer's new log lines
     mean the fault a playbook answers is still there, and what to call it in a sentence.
@@ -57,7 +57,7 @@ class Signature:
     label: str
 
 
-FX_TRACE = Signature("fx_nested_trace", "FX-trace error")
+FX_TRACE = Recurrence("fx_nested_trace", "FX-trace error")
 
 
 class FileChange(BaseModel):
@@ -166,7 +166,7 @@ class Playbook(Protocol):
     name: str
     requires: frozenset[str]  # the hypothesis kinds it answers: offered when one is verified
     answers: str  # the hypothesis kind whose error signature must be gone afterwards
-    signature: Signature  # that error signature, as it appears in the trainer's log
+    signature: Recurrence  # that error signature, as it appears in the trainer's log
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]: ...
 

@@ -23,14 +23,14 @@ import re
 import shlex
 from typing import Any
 
-from playbooks.base import FileChange, Signature, TrainerSite, unified
+from playbooks.base import FileChange, Recurrence, TrainerSite, unified
 from playbooks.launch import current as current_launch
 from playbooks.launch import exec_words, trainer_script, with_flag
 from playbooks.remote import Remote
 from tools.errors import ApplyError
 from tools.sweep import SweepSpec, sweep
 
-WARNING = Signature("recompile_limit", "recompile-limit warning")
+WARNING = Recurrence("recompile_limit", "recompile-limit warning")
 _LIMIT = re.compile(r"hit config\.recompile_limit \((\d+)\)")
 
 

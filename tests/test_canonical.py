@@ -328,9 +328,9 @@ def test_unknown_quantity_in_metadata_keys_is_bad_params(tmp_path: Path) -> None
 
 
 def test_every_quantity_is_documented_in_the_profile_template() -> None:
-    from tools.profile import template_text
+    from tools.profile import TEMPLATE
 
-    text = template_text()
+    text = TEMPLATE
     assert all(q in text for q in _canonical.QUANTITIES)
 
 

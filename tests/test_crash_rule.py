@@ -15,7 +15,7 @@ from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence
 from agent.rules.crash import EPILOGUE_LINES, CrashStated
 from agent.rules.fx_trace_race import FxTraceRace
-from agent.summaries import summarize
+from agent.summaries import fact_summary
 from tests.lib import torch_error_texts as texts
 from tests.lib.torch_error_texts import thread_crash
 from tools.parsers import stdoutlog
@@ -183,7 +183,7 @@ def test_fact_summary_names_the_causes(tmp_path: Path) -> None:
     ledger = Ledger()
     lines = [*thread_crash("gpu-1", texts.CUDA_OOM), *thread_crash("gpu-2", texts.CUDA_OOM)]
     fact, _ = log_fact(tmp_path, lines, ledger)
-    assert summarize(fact).endswith(" · exception lines by cause: cuda_oom×2")
+    assert fact_summary(fact).endswith(" · exception lines by cause: cuda_oom×2")
 
 
 def test_the_race_outranks_a_crash_beside_it(tmp_path: Path) -> None:

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agent.facts import Fact, Ledger, fact_from_result, latest, observed
+from agent.facts import Fact, Ledger, latest, observed
 from tools.errors import LedgerError
-from tools.transport import LocalTransport
 
 
 def fact(**kw: object) -> Fact:
@@ -93,14 +92,6 @@ def test_garbage_ledger_line_is_rejected(tmp_path: Path) -> None:
 def test_unknown_fact_id() -> None:
     with pytest.raises(LedgerError, match="no fact 'F-0000'"):
         Ledger().get("F-0000")
-
-
-def test_fact_from_a_real_command() -> None:
-    """A fact keeps argv, exit code and output digests; raw bytes stay in the transcript."""
-    result = LocalTransport().run(["sh", "-c", "printf hi; exit 4"])
-    made = Ledger().append(fact_from_result("demo", result, value="hi"))
-    assert (made.argv, made.rc, made.value) == (("sh", "-c", "printf hi; exit 4"), 4, "hi")
-    assert made.stdout_digest == "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4"
 
 
 def test_latest_is_the_newest_observation_failed_or_not() -> None:

@@ -126,10 +126,10 @@ def test_any_bytes_in_a_profile_are_a_config_error_at_worst(
     tmp_path: Path, data: bytes, cut: int
 ) -> None:
     """A real template, cut anywhere and followed by any bytes."""
-    from tools.profile import template_text
+    from tools.profile import TEMPLATE
 
     path = _fresh(tmp_path) / "doctor.toml"
-    path.write_bytes(template_text().encode()[:cut] + data)
+    path.write_bytes(TEMPLATE.encode()[:cut] + data)
     with contextlib.suppress(DoctorError):
         load_config(path)
 

@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
-from agent.claims import Verdict
+from agent.claims import ClaimVerdict
 from agent.proposer import form_claim, parse_answer
 from agent.rules import default_rules
 from agent.session import app_state
 from tests.lib.cli import SCRIPT
 from tests.lib.workspaces import FX_ERROR, SMALL, Scenario, clone, ready_to_race
-from tools.probes import PROBES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,7 +97,7 @@ def assert_replays(session: str) -> None:
 )
 def test_a_claim_that_is_not_a_cited_typed_predicate_is_rejected(raw: object, reason: str) -> None:
     formed = form_claim(raw, 0)
-    assert isinstance(formed, Verdict)
+    assert isinstance(formed, ClaimVerdict)
     assert formed.outcome == "rejected"
     assert reason in formed.sentence
 
@@ -109,23 +108,23 @@ def test_unreadable_answers_and_command_fields_are_refused_with_reasons() -> Non
             [
                 {"kind": "script_changed", "claims": [], "command": "rm -rf /"},
                 {"kind": "cosmic_rays", "claims": []},
-                {"kind": "fx_trace_race", "claims": [], "probes": ["stdoutlog", "sh -c id"]},
+                {"kind": "fx_trace_race", "claims": [], "probes": ["stdoutlog"]},
+                {"kind": "fx_trace_race", "claims": [{"predicate": "it races"}]},
             ]
         ),
         "llm:test",
-        frozenset(PROBES),
     )
     assert said.refused == [
         "proposal 1 refused: command: Extra inputs are not permitted",
         "proposal 2: unknown kind 'cosmic_rays'",
+        # A proposer runs nothing, not even a registered probe.
+        "proposal 3 refused: probes: Extra inputs are not permitted",
     ]
     (hyp,) = said.hypotheses
-    assert hyp.probes == ("stdoutlog",)
-    assert [v.sentence for v in hyp.rejected] == [
-        "unknown probes ['sh -c id']: only registered probes may be named"
-    ]
+    assert hyp.kind == "fx_trace_race" and hyp.claims == ()
+    assert [v.outcome for v in hyp.rejected] == ["rejected"]
     assert (
-        parse_answer("it is the drivers", "llm:test", frozenset())
+        parse_answer("it is the drivers", "llm:test")
         .refused[0]
         .startswith("the answer is not JSON")
     )

@@ -387,13 +387,13 @@ def test_caches_named_by_a_launch_file_and_the_trainer_process(tmp_path: Path) -
 def test_layout_fact_summary_names_what_was_taken(tmp_path: Path) -> None:
     """The facts table's line for a layout fact shows the best candidates it holds."""
     from agent.facts import Fact
-    from agent.summaries import summarize
+    from agent.summaries import fact_summary
 
     root = torchtune_root(tmp_path / "tt")
-    line = summarize(Fact(probe="layout", target="local", value=discover(root)))
+    line = fact_summary(Fact(probe="layout", target="local", value=discover(root)))
     assert line.startswith(f"checkpoints {root} · train log {root}/logs/log_1764576000.txt")
     assert "console none" in line and "1 configs" in line
-    cut = summarize(Fact(probe="layout", target="local", value=discover(root, max_entries=3)))
+    cut = fact_summary(Fact(probe="layout", target="local", value=discover(root, max_entries=3)))
     assert cut.endswith("walk truncated at 3 entries")
 
 

@@ -8,10 +8,9 @@ import pytest
 
 from tools.errors import ConfigError, UsageError
 from tools.profile import (
+    TEMPLATE,
     TargetProfile,
     load_config,
-    template_text,
-    workspace_spec,
     write_template,
 )
 from tools.sweep import SweepSpec, build_plan
@@ -42,7 +41,7 @@ def test_template_loads_and_means_the_incident_layout(tmp_path: Path) -> None:
     params = {p.name: p.params or {} for p in build_plan(spec).probes}
     for probe in ("layout", "checkpoints", "trainlog", "stdoutlog", "checksums", "dataset"):
         assert params[probe].get("workspace") == "/workspace"
-    assert "# " in template_text() and "[targets.trainer]" in template_text()
+    assert "# " in TEMPLATE and "[targets.trainer]" in TEMPLATE
 
 
 def test_template_is_not_overwritten(tmp_path: Path) -> None:
@@ -134,7 +133,7 @@ def test_default_path_may_be_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_workspace_without_profile() -> None:
-    spec = workspace_spec("/workspace/")
+    spec = SweepSpec.for_workspace("/workspace/")
     assert spec == SweepSpec.for_workspace("/workspace")
     assert spec.workspace == "/workspace" and spec.checkpoints is None
     assert spec.extra_caches == ()  # no cache is made up for a trainer

@@ -19,7 +19,7 @@ Public API::
     profile = config.target("trainer")      # TargetProfile (or config.target(None): default)
     spec = profile.sweep_spec()             # tools.sweep.SweepSpec for sweep()
     write_template(path)                    # the commented doctor.toml ``init`` writes
-    spec = workspace_spec("/workspace")     # no profile: the layout is found there
+    spec = SweepSpec.for_workspace("/workspace")  # no profile: the layout is found there
 """
 
 from __future__ import annotations
@@ -49,14 +49,13 @@ from tools.transport.uri import parse_target
 
 __all__ = [
     "CONFIG_NAME",
+    "TEMPLATE",
     "DoctorConfig",
+    "ExtraSignature",
     "LogFields",
-    "Signature",
     "TargetProfile",
     "default_config_path",
     "load_config",
-    "template_text",
-    "workspace_spec",
     "write_template",
 ]
 
@@ -102,7 +101,7 @@ class LogFields(BaseModel):
         return out
 
 
-class Signature(BaseModel):
+class ExtraSignature(BaseModel):
     """An extra error signature for ``train_stdout.log`` (see tools.parsers.stdoutlog)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -139,7 +138,7 @@ class TargetProfile(BaseModel):
     )
     process_match: list[str] | None = None
     log_fields: LogFields = Field(default_factory=LogFields)
-    signatures: list[Signature] = Field(default_factory=list)
+    signatures: list[ExtraSignature] = Field(default_factory=list)
     metadata_names: list[str] | None = None
     metadata_keys: dict[str, str] = Field(
         default_factory=dict,
@@ -342,11 +341,6 @@ def load_config(path: str | Path | None = None) -> DoctorConfig:
     return DoctorConfig.model_construct(**dict(loaded))
 
 
-def workspace_spec(workspace: str, interpreter: str = "python3") -> SweepSpec:
-    """No profile, only ``--workspace DIR``: the layout is found there."""
-    return SweepSpec.for_workspace(workspace, interpreter=interpreter)
-
-
 TEMPLATE = """\
 # dflash-doctor target profiles.
 #
@@ -438,10 +432,6 @@ workspace = "/workspace"
 # means = "the collate function produced mismatched shapes"
 # needles = ["AssertionError"]
 """
-
-
-def template_text() -> str:
-    return TEMPLATE
 
 
 def write_template(path: str | Path, *, force: bool = False) -> Path:

@@ -19,7 +19,6 @@ from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session
 from playbooks import default_playbooks
 from tools.errors import UsageError
-from tools.probes import PROBES
 
 if TYPE_CHECKING:
     from agent.doctor import Doctor
@@ -48,9 +47,7 @@ def drive(
             else {}
         )
         proposers = (
-            [LLMProposer(load_model(session.config.proposer), PROBES)]
-            if session.config.proposer
-            else []
+            [LLMProposer(load_model(session.config.proposer))] if session.config.proposer else []
         )
         doctor = build_doctor(
             session,

@@ -35,7 +35,7 @@ def facts(
     from rich.table import Table
 
     from agent.gather import SweepGatherer
-    from agent.summaries import summarize
+    from agent.summaries import fact_summary
     from agent.targets import resolve_target
 
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
@@ -69,7 +69,7 @@ def facts(
         table.add_column(column, overflow="fold")
     for fact in gathered:
         style = "" if fact.ok else "red"
-        table.add_row(fact.id, fact.probe, summarize(fact), style=style)
+        table.add_row(fact.id, fact.probe, fact_summary(fact), style=style)
     console = Console()
     console.print(table)
     if gatherer.skipped:

@@ -14,7 +14,7 @@ import shlex
 from agent import applies, timing
 from agent import symptoms as symptoms_layer
 from agent.baseline import DiffEntry
-from agent.claims import Verdict as ClaimVerdict
+from agent.claims import ClaimVerdict
 from agent.facts import Ledger, latest, observed
 from agent.hypotheses import TITLES, Hypothesis
 from agent.report.model import (

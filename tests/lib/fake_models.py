@@ -66,7 +66,6 @@ HONEST = [
         "claims": [
             _claim("at_least", "stdoutlog", "signatures", "fx_nested_trace", "count", value=1)
         ],
-        "probes": ["stdoutlog"],
     }
 ]
 

@@ -24,6 +24,7 @@ the tail unknown (offsets are always given).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -333,12 +334,17 @@ class _Cause(_Hit):
         self.last_index, self.last_range = index, in_range
 
 
+@functools.cache
+def _regex(pattern: str) -> re.Pattern[bytes]:
+    """A signature's pattern, compiled once: by the profile's check and by each scan."""
+    return re.compile(pattern.encode(), re.M)
+
+
 class _Scanner:
     def __init__(self, signatures: Sequence[Signature]) -> None:
         self.signatures = list(signatures)
         self.compiled = [
-            (sig, re.compile(sig.pattern.encode(), re.M), [n.encode() for n in sig.needles])
-            for sig in self.signatures
+            (sig, _regex(sig.pattern), [n.encode() for n in sig.needles]) for sig in self.signatures
         ]
         self.hits = [_Hit() for _ in self.signatures]
         self.cause_regexes = [
@@ -575,7 +581,7 @@ def compile_signatures(extra: Sequence[Mapping[str, Any]] = ()) -> list[Signatur
         if not sid or not pattern or sid in known:
             raise ValueError(f"signature {sid!r}: needs a new id and a pattern")
         try:
-            re.compile(pattern.encode())
+            _regex(pattern)
         except re.error as exc:
             raise ValueError(f"signature {sid!r}: bad regex: {exc}") from None
         needles = tuple(row.get("needles", ()))

@@ -24,7 +24,7 @@ XSD = "junit.xsd"
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _x(text: str) -> str:
+def _xml_text(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
@@ -44,7 +44,7 @@ def _counts(checks: list[Check]) -> dict[str, str]:
 
 def _detail(check: Check) -> str:
     lines = [check.message, *(with_cites(ln.text, ln.cites) for ln in check.lines)]
-    return _x("\n".join(line for line in lines if line))
+    return _xml_text("\n".join(line for line in lines if line))
 
 
 def _suite(t: TargetResult, parent: ET.Element) -> None:
@@ -52,11 +52,11 @@ def _suite(t: TargetResult, parent: ET.Element) -> None:
         parent,
         "testsuite",
         {
-            "name": _x(t.target),
+            "name": _xml_text(t.target),
             **_counts(t.checks),
             "time": f"{t.duration_s:.3f}",
             "timestamp": _stamp(t.started_at),
-            "hostname": _x(t.uri),
+            "hostname": _xml_text(t.uri),
         },
     )
     props = ET.SubElement(suite, "properties")
@@ -66,29 +66,33 @@ def _suite(t: TargetResult, parent: ET.Element) -> None:
     for key, metric in t.metrics.items():
         values[key] = f"{metric.value:g}"
     for name, value in values.items():
-        ET.SubElement(props, "property", {"name": name, "value": _x(value)})
+        ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
     for check in t.checks:
         case = ET.SubElement(
             suite,
             "testcase",
-            {"name": check.name, "classname": _x(f"dflash-doctor.health.{t.target}"), "time": "0"},
+            {
+                "name": check.name,
+                "classname": _xml_text(f"dflash-doctor.health.{t.target}"),
+                "time": "0",
+            },
         )
         if check.status == "failed":
             failure = ET.SubElement(
                 case,
                 "failure",
-                {"message": _x(f"{check.title}: {check.message}"), "type": "regression"},
+                {"message": _xml_text(f"{check.title}: {check.message}"), "type": "regression"},
             )
             failure.text = _detail(check)
         elif check.status == "error":
             error = ET.SubElement(
                 case,
                 "error",
-                {"message": _x(f"{check.title}: {check.message}"), "type": "not_checked"},
+                {"message": _xml_text(f"{check.title}: {check.message}"), "type": "not_checked"},
             )
             error.text = _detail(check)
         elif check.status == "skipped":
-            ET.SubElement(case, "skipped", {"message": _x(check.message)})
+            ET.SubElement(case, "skipped", {"message": _xml_text(check.message)})
         elif check.lines:
             out = ET.SubElement(case, "system-out")
             out.text = _detail(check)

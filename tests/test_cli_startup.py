@@ -1,0 +1,101 @@
+"""What a command imports: each loads what it needs when it runs, so ``--version`` and
+``--help`` start at once, a local ``exec`` does not load SSH or the graph, and ``facts``
+never imports langgraph. Checked on the real entry point in a fresh interpreter (the
+start-up times themselves are measured in benchmarks/startup_bench.py, not here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from agent.cli.application import app
+from agent.cli.options import SSH_OPTION_NAMES
+
+HEAVY = ("langgraph", "langchain_core", "pydantic", "structlog", "paramiko", "fabric", "torch")
+
+# Runs the entry point as the console script does, then reports the top-level packages
+# loaded (on stderr's last line, so the command's own output stays on stdout).
+PROBE = """
+import json, sys
+sys.argv = ["dflash-doctor", *json.loads(sys.argv[1])]
+from agent.cli import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules})}),
+      file=sys.stderr)
+"""
+
+
+def loaded_by(*args: str, cwd: Path | None = None) -> tuple[int, set[str]]:
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(list(args))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+    report = json.loads(run.stderr.strip().splitlines()[-1])
+    return report["code"], set(report["loaded"])
+
+
+def test_version_imports_nothing_heavy_nor_typer() -> None:
+    code, loaded = loaded_by("--version")
+    assert code == 0
+    assert not loaded & {*HEAVY, "typer", "click", "rich"}, loaded & {*HEAVY, "typer", "rich"}
+
+
+def test_help_imports_no_command_machinery() -> None:
+    code, loaded = loaded_by("--help")
+    assert code == 0
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+@pytest.mark.parametrize("command", ["diagnose", "health", "exec"])
+def test_a_commands_help_imports_none_of_what_it_runs(command: str) -> None:
+    code, loaded = loaded_by(command, "--help")
+    assert code == 0
+    # typer itself converts option values with pydantic once a command is chosen (since
+    # typer 0.2x), so pydantic may load; the graph, the logger and SSH may not.
+    assert not loaded & {"langgraph", "langchain_core", "structlog", "paramiko", "torch"}
+
+
+def test_a_local_exec_loads_neither_ssh_nor_the_graph() -> None:
+    code, loaded = loaded_by("exec", "--", "true")
+    assert code == 0
+    assert not loaded & {"paramiko", "fabric", "langgraph", "langchain_core", "torch"}
+
+
+def test_facts_never_imports_langgraph(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print('step 1')\n")
+    code, loaded = loaded_by("-q", "facts", "--json", "-w", str(tmp_path), "--only", "host")
+    assert code in (0, None)
+    assert "pydantic" in loaded  # it did run: the facts are pydantic models
+    assert not loaded & {"langgraph", "langchain_core", "paramiko", "torch"}
+
+
+def _options(name: str) -> dict[str, tuple[str, ...]]:
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.main.TyperGroup)
+    params = command.commands[name].params
+    return {p.name: tuple(p.opts) for p in params if p.name}
+
+
+@pytest.mark.parametrize("name", ["exec", "facts", "snapshot", "diagnose", "health"])
+def test_every_command_that_reaches_a_target_takes_the_same_ssh_options(name: str) -> None:
+    reference = _options("facts")
+    mine = _options(name)
+    assert set(SSH_OPTION_NAMES) <= mine.keys()
+    assert {n: mine[n] for n in SSH_OPTION_NAMES} == {n: reference[n] for n in SSH_OPTION_NAMES}
+
+
+def test_the_ssh_options_are_declared_in_one_module() -> None:
+    cli_dir = Path(__file__).resolve().parents[1] / "agent" / "cli"
+    declaring = sorted(p.name for p in cli_dir.glob("*.py") if '"--known-hosts"' in p.read_text())
+    assert declaring == ["options.py"]

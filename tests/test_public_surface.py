@@ -1,0 +1,79 @@
+"""The package's public surface and the names old sessions stored.
+
+``agent`` exports its surface lazily (``__all__``), so importing it costs nothing; paused
+sessions checkpointed before a rename still load (``agent.graph.CHECKPOINT_TYPES``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+import agent
+from agent.claims import ClaimVerdict
+from agent.graph import CHECKPOINT_TYPES
+
+
+def test_every_public_name_resolves_to_its_home() -> None:
+    homes = agent._HOMES
+    assert sorted([*(n for names in homes.values() for n in names), "__version__"]) == sorted(
+        agent.__all__
+    )
+    for module, names in homes.items():
+        home = importlib.import_module(module)
+        for name in names:
+            assert getattr(agent, name) is getattr(home, name), (module, name)
+
+
+def test_star_import_gives_the_surface_and_nothing_unknown() -> None:
+    namespace: dict[str, object] = {}
+    exec("from agent import *", namespace)
+    assert set(agent.__all__) <= namespace.keys()
+    try:
+        agent.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "no attribute 'NoSuchThing'" in str(exc)
+    else:
+        raise AssertionError("an unknown name resolved")
+
+
+def test_importing_the_package_loads_neither_the_graph_nor_pydantic() -> None:
+    code = (
+        "import sys, agent; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'langgraph', 'pydantic', 'structlog', 'paramiko', 'torch'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    assert agent.__version__ == importlib.metadata.version("dflash-doctor")
+
+
+def test_the_apply_error_is_in_the_one_tree() -> None:
+    from playbooks import ApplyError as from_playbooks
+
+    assert agent.ApplyError is from_playbooks
+    assert issubclass(agent.ApplyError, agent.DoctorError)
+
+
+def test_a_claim_verdict_checkpointed_under_its_old_name_still_loads() -> None:
+    """Sessions paused before ``agent.claims.Verdict`` became ``ClaimVerdict`` stored the
+    old name in their checkpoint; the graph's serializer must still build the model."""
+    verdict = ClaimVerdict(outcome="holds", sentence="step = 690 [F-1a2b]", cites=("F-1a2b",))
+    renamed = ClaimVerdict.__name__
+    ClaimVerdict.__name__ = "Verdict"  # what the previous release wrote
+    try:
+        blob = JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES).dumps_typed(verdict)
+    finally:
+        ClaimVerdict.__name__ = renamed
+    assert b"Verdict" in blob[1] and b"ClaimVerdict" not in blob[1]
+    loaded = JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES).loads_typed(blob)
+    assert loaded == verdict and type(loaded) is ClaimVerdict
+    # Without the old name in the list, the same bytes come back as a bare dict.
+    without = [t for t in CHECKPOINT_TYPES if t != ("agent.claims", "Verdict")]
+    assert type(JsonPlusSerializer(allowed_msgpack_modules=without).loads_typed(blob)) is dict
