@@ -1,30 +1,34 @@
 """Summary of a 1,000,000-line train_log.jsonl: the trainlog parser vs pandas and jq.
 
 Run: .venv/bin/python benchmarks/trainlog_bench.py [--lines 1000000] [--runs 3]
-     [--memory-lines 1000000,2000000,4000000]
+     [--memory-lines 1000000,2000000,4000000] [--only parser,parser_2_workers]
 
 The log is written the way the reference trainer writes it (examples/dflash_trainer:
 one JSON line per device and step, sorted keys: timestamp, device, role, step, loss,
 tokens_per_s, seq_len, and draft_acc for drafters). Each contender runs as its own
 process under GNU time (wall seconds, peak RSS), alternating, ``runs`` times:
 
-- ``parser``: tools.parsers.trainlog.summarize in one process — the whole summary
+- ``parser``: tools.parsers.trainlog.summarize_log in one process — the whole summary
   (per-device series, restarts, gaps, windowed medians, malformed-line accounting);
 - ``parser_2_workers``: the same, the log read in two forked pieces and merged (what
   the probe does by itself on a host with idle CPUs);
+- ``parser_default``: the same with no ``workers`` given, as the probe calls it: forked
+  pieces only for a log over ``PARALLEL_MIN`` and only as many as CPUs are idle;
 - ``parser_stdlib_json``: one process, orjson hidden: what a target without orjson
   gets (the parser uses orjson for whole blocks when the interpreter has it);
 - ``pandas``: read_json(lines=True) then the per-(role, device) medians and step range;
 - ``jq_summary``: the same per-(role, device) summary in jq (``-s`` slurps the file);
 - ``jq_extract``: jq's floor — only pulling two fields per line out, no summary at all.
 
-``--memory-lines`` repeats the parser and pandas on longer logs to show how peak memory
-grows with the file. Prints one JSON document.
+pandas and jq run where they are installed (pandas in this interpreter, jq on PATH), and
+``--only`` names the contenders to run. ``--memory-lines`` repeats the parser and pandas
+on longer logs to show how peak memory grows with the file. Prints one JSON document.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -42,7 +46,7 @@ PARSER = (
     "if len(sys.argv) > 3: sys.modules['orjson'] = None  # stdlib json only\n"
     "from tools.parsers import trainlog\n"
     "w = int(sys.argv[2]) if len(sys.argv) > 2 else None\n"
-    "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize(f, workers=w)\n"
+    "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize_log(f, workers=w)\n"
     "print(s['records'], len(s['groups']))"
 )
 PANDAS = (
@@ -109,8 +113,16 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--memory-lines", default="1000000,2000000,4000000")
+    ap.add_argument("--only", default="", help="comma-separated contenders (default: all)")
     args = ap.parse_args()
     jq = shutil.which("jq")
+    pandas = importlib.util.find_spec("pandas") is not None
+    here = ["parser", "parser_2_workers", "parser_default", "parser_stdlib_json"]
+    here += ["pandas"] * pandas + ["jq_summary", "jq_extract"] * bool(jq)
+    wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in here]
+    if unknown:  # before the log is written: a typo costs nothing
+        ap.exit(2, f"--only: no contender {', '.join(unknown)} here (here: {', '.join(here)})\n")
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="trainlog-bench-") as tmp:
         log = Path(tmp) / "train_log.jsonl"
@@ -118,12 +130,16 @@ def main() -> None:
         contenders = {
             "parser": [sys.executable, "-c", PARSER, str(log), "1"],
             "parser_2_workers": [sys.executable, "-c", PARSER, str(log), "2"],
+            "parser_default": [sys.executable, "-c", PARSER, str(log)],
             "parser_stdlib_json": [sys.executable, "-c", PARSER, str(log), "1", "stdlib"],
-            "pandas": [sys.executable, "-c", PANDAS, str(log)],
         }
+        if pandas:
+            contenders["pandas"] = [sys.executable, "-c", PANDAS, str(log)]
         if jq:
             contenders["jq_summary"] = [jq, "-s", JQ_SUMMARY, str(log)]
             contenders["jq_extract"] = [jq, "-c", "[.step, .tokens_per_s]", str(log)]
+        if wanted:
+            contenders = {n: contenders[n] for n in wanted}
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm
         wall: dict[str, list[float]] = {k: [] for k in contenders}
         cpu: dict[str, list[float]] = {k: [] for k in contenders}
@@ -141,8 +157,10 @@ def main() -> None:
             memory[str(n)] = {
                 "bytes": big.stat().st_size,
                 "parser_rss_mb": round(measure([sys.executable, "-c", PARSER, str(big)])[2], 1),
-                "pandas_rss_mb": round(measure([sys.executable, "-c", PANDAS, str(big)])[2], 1),
             }
+            if pandas:
+                pandas_rss = measure([sys.executable, "-c", PANDAS, str(big)])[2]
+                memory[str(n)]["pandas_rss_mb"] = round(pandas_rss, 1)
             big.unlink()
         print(
             json.dumps(

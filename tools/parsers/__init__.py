@@ -1,9 +1,10 @@
 """Parsers for the trainer's logs, usable on their own (replays, a fresh log tail) and
-shipped inside the probe bundle (stdlib only, Python >= 3.8; see ``tools.bundle``).
+shipped inside the probe bundle (stdlib only, Python >= 3.8; see ``tools.sweep``).
 
-- ``trainlog.summarize(f, fields=..., throughput_unit=...)``: a ``train_log.jsonl``
-  summarised in bounded memory — steps, restarts, tokens/s and loss per series
-  (device/role), windowed medians, time gaps, malformed lines by reason.
+- ``trainlog.summarize_log(f, fields=..., throughput_unit=...)``: a ``train_log.jsonl``
+  (or CSV, text lines, ``trainer_state.json``) summarised in bounded memory — steps,
+  restarts, tokens/s and loss per series (device/role), windowed medians, time gaps,
+  malformed lines by reason. Its modules are the ``_trainlog`` package.
 - ``stdoutlog.scan(f, extra=...)``: error signatures (the one table,
   ``stdoutlog.SIGNATURES``) with counts and first/last lines, tracebacks with their
   exception and thread, the last lines.
