@@ -4,11 +4,12 @@
 in file order into the one a sequential read gives (only the windows, cut at the piece
 boundaries, and the block offsets differ).
 
-Worth it only where CPUs are idle. Measured with ``benchmarks/trainlog_bench.py`` on
-2 CPUs (1,000,000 lines, 146 MB, medians of 5 runs): two pieces took 3.86 s against
-6.30 s in one process at load average 0.5-1.0, but 9.50 s against 7.72 s at load
-2.0-3.4. Hence the default: as many pieces as CPUs are idle (at most 4), and one
-process for a log under ``PARALLEL_MIN``.
+Worth it where CPUs are idle. Measured with ``benchmarks/trainlog_bench.py`` on 2 CPUs
+(1,000,000 lines, 146 MB, medians of 5 runs, two pieces / one process): 3.86 / 6.30 s
+at load average 0.5-1.0; at load 2-3.4 neither won (three runs: 6.35 / 6.57,
+7.55 / 8.51 and 9.50 / 7.72 s); at load 6, 8.23 / 7.64 s (BENCHMARKS.md). Hence the
+default: as many pieces as CPUs are idle (at most 4), and one process for a log under
+``PARALLEL_MIN``.
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 """
