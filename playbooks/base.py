@@ -39,7 +39,7 @@ from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_
 from playbooks.remote import Remote
 from tools.errors import ApplyError
 from tools.parsers import stdoutlog
-from tools.parsers.trainlog import summarize
+from tools.parsers.trainlog import summarize_log
 from tools.probes import applies  # the doctor's own files on a target, named once
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
@@ -147,7 +147,7 @@ class TrainerSite:
 _HEAD = 4096  # bytes of a log compared to tell whether a restart began it afresh
 
 # What the restarted run's train-log records are judged by: given the new window's
-# summary (``tools.parsers.trainlog.summarize``), the tokens/s of the series the baseline
+# summary (``tools.parsers.trainlog.summarize_log``), the tokens/s of the series the baseline
 # is for, and how many records that series has in the window.
 Measure = Callable[[dict[str, Any]], tuple[float | None, int]]
 
@@ -692,7 +692,7 @@ def window_summary(
     return _parsed(
         data,
         log_path,
-        lambda raw: summarize(raw, fields=fields or None, throughput_unit=throughput_unit),
+        lambda raw: summarize_log(raw, fields=fields or None, throughput_unit=throughput_unit),
     )
 
 

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -81,9 +82,9 @@ def test_facts_never_imports_langgraph(tmp_path: Path) -> None:
 
 
 def _options(name: str) -> dict[str, tuple[str, ...]]:
-    command = typer.main.get_command(app)
-    assert isinstance(command, typer.main.TyperGroup)
-    params = command.commands[name].params
+    # A group: typer's own (vendored) click Group, so read its commands by attribute.
+    commands: dict[str, Any] = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    params = commands[name].params
     return {p.name: tuple(p.opts) for p in params if p.name}
 
 

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tests.lib.cli import SCRIPT
 from tools.errors import DoctorError
 from tools.parsers import stdoutlog
-from tools.parsers.trainlog import summarize
+from tools.parsers.trainlog import summarize_log
 from tools.probes import checkpoints
 from tools.probes._common import Context, ProbeFailure
 from tools.profile import TargetProfile, load_config
@@ -200,7 +200,7 @@ def test_any_train_log_yields_its_summary(
     data = "\n".join(lines).encode("utf-8", "surrogatepass")
     path.write_bytes(data[: len(data) // 2] if truncate else data)
     with open(path, "rb", buffering=0) as raw:
-        summary = summarize(raw, workers=1)
+        summary = summarize_log(raw, workers=1)
     _jsonable(summary)
 
 

@@ -184,7 +184,7 @@ def incident_log(path: Path, *, restart: bool) -> None:
 
 def parsed(path: Path, ledger: Ledger) -> Fact:
     with io.FileIO(str(path), "r") as f:
-        value: Any = trainlog.summarize(f)
+        value: Any = trainlog.summarize_log(f)
     return ledger.append(Fact(probe="trainlog", target="local", value=value))
 
 

@@ -23,7 +23,7 @@ from tools.probes._common import Context, ProbeFailure
 
 def summarize(path: Path, **kw: Any) -> dict[str, Any]:
     with io.FileIO(str(path), "r") as f:
-        return trainlog.summarize(f, **kw)
+        return trainlog.summarize_log(f, **kw)
 
 
 def write(tmp_path: Path, name: str, lines: list[str]) -> Path:

@@ -41,7 +41,7 @@ def trainlog_fact(tmp_path: Path, ledger: Ledger, recs: list[dict[str, Any]]) ->
     p = tmp_path / "log.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in recs))
     with io.FileIO(str(p), "r") as f:
-        value = trainlog.summarize(f)
+        value = trainlog.summarize_log(f)
     return ledger.append(Fact(probe="trainlog", target="local", value=value))
 
 

@@ -28,5 +28,5 @@ def incident_log(path: Path, *, drop: bool = True) -> None:
 
 def fact_of(path: Path, ledger: Ledger) -> Fact:
     with io.FileIO(str(path), "r") as f:
-        value: Any = trainlog.summarize(f)
+        value: Any = trainlog.summarize_log(f)
     return ledger.append(Fact(probe="trainlog", target="local", value=value))

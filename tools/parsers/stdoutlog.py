@@ -334,7 +334,7 @@ class _Cause(_Hit):
         self.last_index, self.last_range = index, in_range
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)  # noqa: UP033 (functools.cache is 3.9+; this ships to 3.8)
 def _regex(pattern: str) -> re.Pattern[bytes]:
     """A signature's pattern, compiled once: by the profile's check and by each scan."""
     return re.compile(pattern.encode(), re.M)

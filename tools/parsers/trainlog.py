@@ -31,8 +31,4 @@ from ._trainlog.fields import FIELD_ALIASES, THROUGHPUT_SCALE
 from ._trainlog.result import EARLY_WHY
 from ._trainlog.summary import summarize_log
 
-# The name callers used before ``summarize_log`` (three other functions in the project
-# are called ``summarize``); kept while they still use it.
-summarize = summarize_log
-
-__all__ = ["EARLY_WHY", "FIELD_ALIASES", "THROUGHPUT_SCALE", "summarize", "summarize_log"]
+__all__ = ["EARLY_WHY", "FIELD_ALIASES", "THROUGHPUT_SCALE", "summarize_log"]

@@ -26,7 +26,7 @@ def _summarize(path: str, params: dict[str, Any]) -> dict[str, Any]:
     f = open_regular(path)
     with f:
         try:
-            value = parser.summarize(
+            value = parser.summarize_log(
                 f,
                 fields=params.get("fields") or None,
                 throughput_unit=params.get("throughput_unit"),
