@@ -6,14 +6,18 @@ import ast
 import importlib.util
 import json
 import sys
+import threading
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
+from structlog.testing import capture_logs
 
-from tests.conftest import need
-from tests.test_probe_support import make_workspace
+from tests.lib.need import need
+from tests.lib.probe_workspace import make_workspace
 from tools.errors import CommandTimeout, UsageError
 from tools.probes._runner import SENTINEL
 from tools.sweep import (
@@ -24,6 +28,7 @@ from tools.sweep import (
     render,
     sweep,
 )
+from tools.sweep import bundle as bundle_module
 from tools.transport.base import CommandResult
 from tools.transport.local import LocalTransport
 
@@ -54,12 +59,14 @@ class Counting:
     def __init__(self, inner: LocalTransport | None = None, prefix: bytes = b"") -> None:
         self.inner = inner or LocalTransport()
         self.calls: list[tuple[str, ...]] = []
+        self.timeouts: list[float | None] = []
         self.prefix = prefix
 
     def run(
         self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
     ) -> CommandResult:
         self.calls.append(tuple(argv))
+        self.timeouts.append(timeout)
         r = self.inner.run(argv, stdin=stdin, timeout=timeout)
         return CommandResult(
             r.argv, r.rc, self.prefix + r.stdout, r.stderr, r.duration, self.name, r.stdin_digest
@@ -162,6 +169,78 @@ def test_transport_failure_raises() -> None:
 
     with pytest.raises(CommandTimeout):
         sweep(Down(), SweepSpec(), only=["host"])
+
+
+def test_a_deadline_bounds_the_command_and_the_events_say_what_ran() -> None:
+    """With a deadline the command's time limit is what is left of it when that is less
+    than the plan's worst case; without one, the worst case. The events name the probes,
+    the bundle's size, the exit status and the failed probes."""
+    spec = SweepSpec(interpreter=sys.executable)
+    budget = build_plan(spec, ["host"]).budget()
+    t = Counting()
+    with capture_logs() as logs:
+        sweep(t, spec, only=["host"], deadline=time.monotonic() + 20)
+        sweep(t, spec, only=["host"])
+    assert t.timeouts[0] is not None and 15 < t.timeouts[0] <= 20 < budget
+    assert t.timeouts[1] == budget
+    started = [e for e in logs if e["event"] == "sweep_started"]
+    finished = [e for e in logs if e["event"] == "sweep_finished"]
+    assert [e["probes"] for e in started] == [["host"], ["host"]]
+    assert all(e["target"] == "counting" and e["bytes"] > 0 for e in started)
+    assert [(e["rc"], e["failed"]) for e in finished] == [(0, []), (0, [])]
+
+
+def test_no_time_left_is_a_timeout_before_anything_is_sent() -> None:
+    """Less than a second before the deadline: CommandTimeout, and no command ran."""
+    t = Counting()
+    with pytest.raises(CommandTimeout, match="no time left in the target's time limit"):
+        sweep(t, SweepSpec(interpreter=sys.executable), only=["host"], deadline=time.monotonic())
+    assert t.calls == []
+
+
+def test_a_deadline_past_does_not_matter_when_nothing_is_sent() -> None:
+    """A sweep with nothing to run (no paths configured) sends nothing, so has no time
+    limit to miss: its skipped results come back."""
+    t = Counting()
+    result = sweep(t, SweepSpec(), only=["trainlog"], deadline=time.monotonic() - 5)
+    assert t.calls == [] and result["trainlog"].error is not None
+    assert result["trainlog"].error.kind == "skipped"
+
+
+def test_bundles_render_in_threads_parsing_one_module_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CPython 3.11's ast.parse can fail when two threads parse at once (gh-106905), and
+    rendering a bundle parses the probes' sources; health renders from one thread per
+    target. From a cold cache, eight threads rendering at once parse one module at a
+    time, each module once, and render the bytes one thread renders."""
+    plan = build_plan(SweepSpec.for_workspace("/workspace"))
+    expected = render(plan)
+    lock = threading.Lock()
+    inside, peak = 0, 0
+    parsed: list[str] = []
+    real = bundle_module._tree
+
+    def counting(name: str) -> ast.Module:
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+            parsed.append(name)
+        time.sleep(0.005)  # a parse slow enough for another thread to arrive meanwhile
+        try:
+            return real(name)
+        finally:
+            with lock:
+                inside -= 1
+
+    monkeypatch.setattr(bundle_module, "_IMPORTS", {})
+    monkeypatch.setattr(bundle_module, "_tree", counting)
+    with ThreadPoolExecutor(8) as pool:
+        bundles = list(pool.map(lambda _: render(plan), range(8)))
+    assert peak == 1
+    assert len(parsed) > 1 and len(parsed) == len(set(parsed))
+    assert set(bundles) == {expected}
 
 
 def fake_result(doc: object, rc: int = 0) -> CommandResult:

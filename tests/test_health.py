@@ -22,17 +22,19 @@ from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from agent.graph import build_graph
 from agent.health import check as health_check
-from agent.health.check import Cancel, HealthTarget, check_target, not_checked
+from agent.health.check import Cancel, HealthTarget, check_target, not_checked, probe_bundles
 from agent.health.fleet import run_fleet
 from agent.health.model import TargetResult, exit_code
 from agent.health.run import plan_targets, run_health
+from agent.hypotheses import Hypothesis, Kind
 from agent.rules import default_rules
+from agent.rules.base import Evidence
 from agent.session import Session, SessionConfig
 from tools.errors import ConfigError, ReadOnlyViolation, UsageError
-from tools.sweep import SweepSpec
+from tools.sweep import SweepSpec, build_plan, render
 from tools.transcript import read_transcript
 from tools.transport import LocalTransport, SSHOptions
-from tools.transport.readonly import ReadOnlyTransport
+from tools.transport.readonly import ReadOnlyCommand, ReadOnlyTransport
 
 NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
@@ -224,6 +226,43 @@ def test_a_health_check_holds_only_a_read_only_transport_and_no_fix(
     assert r.session is not None and r.checks[0].status == "passed"
 
 
+class NeedsRuntime:
+    """A family whose facts include ``torch_runtime`` (no shipped one's do)."""
+
+    kind: Kind = "fx_trace_race"
+    needs = frozenset({"pyenv", "torch_runtime"})
+
+    def propose(self, evidence: Evidence) -> list[Hypothesis]:
+        return []
+
+
+def rendered(spec: SweepSpec, only: list[str] | None = None) -> tuple[tuple[str, ...], str]:
+    """The (argv, stdin digest) ``sweep(…, spec, only)`` sends."""
+    plan = build_plan(spec, only)
+    return ReadOnlyCommand.of(plan.argv, render(plan), "").key
+
+
+def test_a_health_check_registers_the_sweep_and_what_its_families_may_ask_for() -> None:
+    """The shipped families need nothing a full sweep leaves out: its bundle alone is
+    registered. A family that needs torch_runtime (run only when named) adds that
+    probe's own bundle, unless the profile runs it in every sweep or turns it off."""
+    spec = SweepSpec(interpreter=sys.executable, workspace="/w")
+    (sweep,) = probe_bundles(spec, default_rules())
+    assert sweep.key == rendered(spec)
+    assert sweep.why == (
+        "probe bundle (host,pyenv,gpus,processes,applies,layout,caches,checksums,"
+        "script_patches,checkpoints,trainlog,stdoutlog,dataset,torch_source,integrity,"
+        "interpreter)"
+    )
+    rules = [*default_rules(), NeedsRuntime()]
+    full, runtime = probe_bundles(spec, rules)
+    assert (full.key, runtime.key) == (rendered(spec), rendered(spec, ["torch_runtime"]))
+    assert runtime.why == "probe bundle (torch_runtime)"
+    for torch_import in (True, False):
+        fixed = spec.model_copy(update={"torch_import": torch_import})
+        assert [c.key for c in probe_bundles(fixed, rules)] == [rendered(fixed)]
+
+
 def gather_local_spec(spec: SweepSpec) -> list[Fact]:
     return SweepGatherer(LocalTransport(), spec, Ledger())(None)
 
@@ -273,7 +312,7 @@ def test_a_refused_command_is_written_to_the_transcript(tmp_path: Path) -> None:
     victim.write_text("x")
     t = HealthTarget(label="local", uri="local", spec=SweepSpec(), baseline="good")
     session = Session.create(SessionConfig(command="health", target="local", mode="health"))
-    guard = health_check.guarded(session, t)
+    guard = health_check.guarded(session, t, default_rules())
     with pytest.raises(ReadOnlyViolation):
         guard.run(["rm", "-f", str(victim)])
     session.close()

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-import agent
 from agent.baseline import baseline_store
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
@@ -224,7 +223,7 @@ def test_mixed_fleet_each_family_regressed_one_down_one_healthy(
     )
     import xmlschema
 
-    xsd = Path(agent.__file__).parent / health_junit.XSD
+    xsd = Path(health_junit.__file__).parent / health_junit.XSD
     xmlschema.XMLSchema(str(xsd)).validate(str(out / "health.junit.xml"))
     need(
         importlib.util.find_spec("prometheus_client") is not None,

@@ -1,29 +1,35 @@
-"""Read-only mode: only the registered probe bundle reaches the target; a mutating
-command is refused before it runs, on this machine and through a real sshd and pct hop."""
+"""Read-only mode: only a registered command (here a probe bundle, rendered by the test as
+a health check renders its own) reaches the target; a mutating command is refused before
+it runs, on this machine and through a real sshd and pct hop."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.sshd import SSHServer
-from tests.test_ssh import options
+from tests.lib.sshd import SSHServer, options
 from tools.errors import ReadOnlyViolation, TransportError
-from tools.sweep import Plan, SweepSpec, build_plan, render, sweep
-from tools.transport import Target, open_target, readonly
+from tools.sweep import SweepSpec, build_plan, render, sweep
+from tools.transport import Target, open_target
 from tools.transport.base import KeyedStdin
-from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
+from tools.transport.readonly import ReadOnlyCommand, ReadOnlyTransport
 
 SPEC = SweepSpec(interpreter=sys.executable)
 ONLY = ["host"]  # the cheapest probe: these tests are about the guard, not the probes
+REPO = Path(__file__).resolve().parents[1]
+
+
+def probe_bundle(spec: SweepSpec, only: list[str] | None = None) -> ReadOnlyCommand:
+    """The command ``sweep(…, spec, only)`` sends, registered by its content."""
+    plan = build_plan(spec, only)
+    names = ",".join(p.name for p in plan.runnable())
+    return ReadOnlyCommand.of(plan.argv, render(plan), f"probe bundle ({names})")
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, int]:
@@ -113,12 +119,30 @@ def test_nothing_registered_refuses_everything() -> None:
         guard.run(["true"])
 
 
-def test_the_bundle_digest_is_of_its_content() -> None:
-    command = probe_bundle(SPEC, ONLY)
+def test_a_command_is_registered_by_its_content() -> None:
+    """The digest is the sha256 of what would be sent: a replay key on the stdin changes
+    nothing, other content is another command, and no stdin is its own case."""
+    plan = build_plan(SPEC, ONLY)
+    bundle = render(plan)
+    command = ReadOnlyCommand.of(plan.argv, KeyedStdin(bundle, "plan-key"), "probe bundle")
     assert command.argv == (sys.executable, "-B", "-")
-    expected = hashlib.sha256(render(build_plan(SPEC, ONLY))).hexdigest()
-    assert command.stdin_digest == expected
-    assert probe_bundle(SPEC).stdin_digest != expected  # another plan, another program
+    assert command.stdin_digest == hashlib.sha256(bundle).hexdigest()
+    other = ReadOnlyCommand.of(plan.argv, render(build_plan(SPEC)), "probe bundle")
+    assert other.stdin_digest != command.stdin_digest  # another plan, another program
+    assert ReadOnlyCommand.of(["true"], None, "no stdin").stdin_digest == ""
+
+
+def test_the_guard_knows_nothing_of_sweeps() -> None:
+    """Read-only mode is a transport wrapper: importing it loads no plan, spec or bundle
+    code (a fresh interpreter, so nothing this test session imported counts)."""
+    probe = (
+        "import sys, tools.transport.readonly; "
+        "print(sorted(m for m in sys.modules if m.startswith(('tools.sweep', 'tools.probes'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 @pytest.fixture
@@ -146,30 +170,3 @@ def test_a_mutating_command_cannot_run_through_ssh_and_pct(
     assert result["host"].ok, result["host"].error
     value = result["host"].value
     assert isinstance(value, dict) and value["hostname"] == os.uname().nodename
-
-
-def test_bundles_render_one_thread_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CPython 3.11's ast.parse can fail when two threads parse at once (gh-106905), and
-    rendering a bundle parses the probes' sources: health renders one thread at a time."""
-    lock = threading.Lock()
-    inside, peak = 0, 0
-    real = render  # what readonly calls: tools.sweep.bundle.render
-
-    def counting(plan: Plan) -> bytes:
-        nonlocal inside, peak
-        with lock:
-            inside += 1
-            peak = max(peak, inside)
-        time.sleep(0.02)
-        try:
-            return real(plan)
-        finally:
-            with lock:
-                inside -= 1
-
-    monkeypatch.setattr(readonly, "render", counting)
-    plan = build_plan(SPEC, ONLY)
-    with ThreadPoolExecutor(4) as pool:
-        bundles = list(pool.map(lambda _: render_bundle(plan), range(8)))
-    assert peak == 1
-    assert len(set(bundles)) == 1

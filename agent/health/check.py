@@ -4,12 +4,15 @@ plan, approval or apply path at all.
 Three locks keep a health check from changing a target, each enough on its own:
 the graph is built with ``fixes=False`` (no plan/approve/apply nodes exist), the doctor
 holds no playbooks and an approver that always says no, and the only transport it holds
-is a ``ReadOnlyTransport`` that carries nothing but this target's probe bundle.
+is a ``ReadOnlyTransport`` that carries nothing but this target's probe bundles (the
+sweep, and what its families may still ask for: ``probe_bundles``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import math
 import shlex
 import threading
@@ -17,7 +20,6 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from agent import applies
 from agent.baseline import baseline_store
@@ -44,11 +46,11 @@ from agent.runner import record_outcome, run_session
 from agent.session import Session, SessionConfig, ssh_dict
 from agent.state import DiagnosisState
 from agent.throughput import primary_entry, subject
-from tools.errors import CommandTimeout, DoctorError, TransportError
+from tools.errors import DoctorError, TransportError
 from tools.log import get_logger
-from tools.sweep import SweepResult, SweepSpec, build_plan, parse_output, sweep
+from tools.sweep import Plan, SweepSpec, build_plan, render, sweep
 from tools.transport import SSHOptions, Transport
-from tools.transport.readonly import ReadOnlyTransport, probe_bundle, render_bundle
+from tools.transport.readonly import ReadOnlyCommand, ReadOnlyTransport
 
 log = get_logger(__name__)
 
@@ -136,12 +138,15 @@ def check_target(
             )
         )
         bound = bound.bind(session=session.id)
-        guard = guarded(session, target)
+        guard = guarded(session, target, rules)
         if cancel is not None:
             cancel.attach(guard, session)
         reserve = min(_AFTER_SWEEP, (deadline - started) * _AFTER_SWEEP_SHARE)
         gatherer = SweepGatherer(
-            guard, target.spec, session.ledger, run_sweep=deadline_sweep(deadline - reserve)
+            guard,
+            target.spec,
+            session.ledger,
+            run_sweep=functools.partial(sweep, deadline=deadline - reserve),
         )
         doctor = Doctor(
             ledger=session.ledger,
@@ -173,39 +178,43 @@ def check_target(
     return result
 
 
-def guarded(session: Session, target: HealthTarget) -> ReadOnlyTransport:
-    """The only transport a health check holds: ``target``'s probe bundle, recorded in
-    ``session``; a refused command is written to the transcript before it raises."""
+def guarded(
+    session: Session, target: HealthTarget, rules: Sequence[Rule] | None = None
+) -> ReadOnlyTransport:
+    """The only transport a health check holds: ``target``'s probe bundles for ``rules``
+    (``probe_bundles``), recorded in ``session``; a refused command is written to the
+    transcript before it raises."""
 
     def refused(argv: tuple[str, ...], stdin_digest: str) -> None:
         session.record({"type": "refused", "argv": list(argv), "stdin_digest": stdin_digest})
 
-    return ReadOnlyTransport(
-        session.target(target.uri), [probe_bundle(target.spec)], on_refused=refused
-    )
+    allowed = probe_bundles(target.spec, rules if rules is not None else default_rules())
+    return ReadOnlyTransport(session.target(target.uri), allowed, on_refused=refused)
 
 
-def deadline_sweep(deadline: float) -> Any:
-    """``tools.sweep.sweep`` with a timeout that ends by ``deadline``
-    (``time.monotonic()``), rendering the bundle one thread at a time (``render_bundle``:
-    checks of several targets run side by side)."""
+def probe_bundles(spec: SweepSpec, rules: Sequence[Rule]) -> list[ReadOnlyCommand]:
+    """Every command a health check of ``spec`` with ``rules`` may send, rendered: the
+    full sweep's bundle, then a bundle for each set of probes its families may still ask
+    for. A family node gathers what it ``needs`` that no fact answers yet; after the full
+    sweep that is a probe that runs only when named (``tools.probes.ON_DEMAND``: torch
+    imported for ``torch_runtime``). The nodes run side by side and one may fetch a probe
+    another also needs, so each subset of those probes is a command of its own."""
+    full = build_plan(spec)
+    commands = [_bundle(full)]
+    answered = {p.name for p in full.runnable()}
+    wanted = set().union(*(rule.needs for rule in rules)) - answered
+    # A probe with nothing to look at (no workspace) is skipped when named too: it adds
+    # nothing to any bundle, and leaving it out keeps the subsets few.
+    later = sorted(n for n in wanted if build_plan(spec, [n]).runnable())
+    for size in range(1, len(later) + 1):
+        for names in itertools.combinations(later, size):
+            commands.append(_bundle(build_plan(spec, names)))
+    return commands
 
-    def run(transport: Transport, spec: SweepSpec, only: Iterable[str] | None = None) -> Any:
-        plan = build_plan(spec, only)
-        if not plan.runnable():
-            return sweep(transport, spec, only=only)  # sends nothing, renders nothing
-        left = deadline - time.monotonic()
-        if left < 1:
-            raise CommandTimeout("no time left in the target's time limit for the sweep")
-        script = render_bundle(plan)
-        bound = log.bind(target=getattr(transport, "name", "?"))
-        bound.info("sweep_started", probes=[p.name for p in plan.runnable()], bytes=len(script))
-        raw = transport.run(plan.argv, stdin=script, timeout=min(plan.budget(), left))
-        result: SweepResult = parse_output(raw, plan)
-        bound.info("sweep_finished", rc=raw.rc, duration=round(raw.duration, 3))
-        return result
 
-    return run
+def _bundle(plan: Plan) -> ReadOnlyCommand:
+    names = ",".join(p.name for p in plan.runnable()) or "none"
+    return ReadOnlyCommand.of(plan.argv, render(plan), f"probe bundle ({names})")
 
 
 def _reason(exc: BaseException) -> str:

@@ -19,8 +19,13 @@ PACKAGE = "_dflash_doctor_bundle"
 _TOOLS = Path(__file__).resolve().parents[1]
 
 
-_PARSE_LOCK = threading.Lock()
-
+# Each bundle module's relative imports, filled on first use. One lock around the fill:
+# CPython 3.11's ast.parse is not safe in two threads at once (gh-106905: "AST
+# constructor recursion depth mismatch" when a garbage collection runs Python code
+# mid-parse), health renders bundles from one thread per target, and holding the lock
+# for the whole fill also parses each module once per process, not once per thread.
+_IMPORTS: dict[str, tuple[str, ...]] = {}
+_IMPORTS_LOCK = threading.Lock()
 
 _BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
@@ -41,17 +46,24 @@ def _import_froms(tree: ast.Module) -> Iterable[ast.ImportFrom]:
                 queue.extend(block)
 
 
-@functools.cache
 def _relative_imports(name: str) -> tuple[str, ...]:
-    """Bundle modules ``name`` (e.g. ``probes.trainlog``) imports relatively. Cached:
-    a render asks for each module's imports once per probe that needs it, and the
-    sources do not change while the process runs."""
+    """Bundle modules ``name`` (e.g. ``probes.trainlog``) imports relatively. Kept: a
+    render asks for each module's imports once per probe that needs it, and the sources
+    do not change while the process runs. Safe to call from several threads."""
+    with _IMPORTS_LOCK:
+        found = _IMPORTS.get(name)
+        if found is None:
+            found = _IMPORTS[name] = _scan(name, _tree(name))
+    return found
+
+
+def _tree(name: str) -> ast.Module:
+    return ast.parse(_source(name))
+
+
+def _scan(name: str, tree: ast.Module) -> tuple[str, ...]:
     package = name.rsplit(".", 1)[0].split(".")
     found = []
-    # CPython 3.11's ast.parse is not safe in two threads at once (gh-106905: "AST
-    # constructor recursion depth mismatch"); health renders bundles from several threads.
-    with _PARSE_LOCK:
-        tree = ast.parse(_source(name))
     for node in _import_froms(tree):
         if node.level:
             base = package[: len(package) - (node.level - 1)]

@@ -3,19 +3,19 @@
 Unattended health checks must never change a target, and "the code path that would
 change it is not wired in" is a promise about today's code. This wrapper makes it a
 property of the transport: a command runs only when its exact ``(argv, sha256 of stdin)``
-was registered before, and the only things ever registered are probe bundles, the
-programs ``tools.sweep`` renders from the probe modules (which stat, read, hash and list,
-and never write). Anything else, an ``rm`` or the same ``<python> -`` with other code on
-stdin, raises ``ReadOnlyViolation`` before a byte leaves this machine.
+was registered before. What is registered is the caller's to decide (a health check
+registers its probe bundles, ``agent.health.check.probe_bundles``); this module knows
+nothing of what the commands are. Anything else, an ``rm`` or the same ``<python> -``
+with other code on stdin, raises ``ReadOnlyViolation`` before a byte leaves this machine.
 
 The key is the digest of the stdin *content*, never a replay key a caller attaches to it
 (``KeyedStdin``): a key names a question, the content is what would run.
 
 Public API::
 
-    allowed = probe_bundle(spec)                 # the full sweep's command
+    allowed = ReadOnlyCommand.of(argv, stdin_bytes, "probe bundle (host)")
     guard = ReadOnlyTransport(target, [allowed], on_refused=record)
-    sweep(guard, spec)                           # runs
+    guard.run(argv, stdin=stdin_bytes)           # runs
     guard.run(["rm", "-f", "/workspace/x"])      # ReadOnlyViolation; nothing ran
 """
 
@@ -23,30 +23,16 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from tools.errors import ReadOnlyViolation
 from tools.log import get_logger
-from tools.sweep import Plan, SweepSpec, build_plan, render
 from tools.transport.base import CommandResult, Transport
 
 log = get_logger(__name__)
 
-__all__ = ["ReadOnlyCommand", "ReadOnlyTransport", "probe_bundle", "render_bundle"]
-
-# ``render`` parses the probes' sources with ``ast.parse``, and CPython 3.11 can fail two
-# of those running at once in one process ("SystemError: AST constructor recursion depth
-# mismatch" when a garbage collection runs Python code mid-parse; CPython gh-106905). A
-# health check renders in one thread per target, so renders take turns.
-_RENDER_LOCK = threading.Lock()
-
-
-def render_bundle(plan: Plan) -> bytes:
-    """``tools.sweep.bundle.render``, one thread at a time."""
-    with _RENDER_LOCK:
-        return render(plan)
+__all__ = ["ReadOnlyCommand", "ReadOnlyTransport"]
 
 
 def _content_digest(stdin: bytes | None) -> str:
@@ -62,18 +48,14 @@ class ReadOnlyCommand:
     stdin_digest: str
     why: str
 
+    @classmethod
+    def of(cls, argv: Sequence[str], stdin: bytes | None, why: str) -> ReadOnlyCommand:
+        """The command ``argv`` with ``stdin`` (its content, whatever key it carries)."""
+        return cls(tuple(argv), _content_digest(stdin), why)
+
     @property
     def key(self) -> tuple[tuple[str, ...], str]:
         return self.argv, self.stdin_digest
-
-
-def probe_bundle(spec: SweepSpec, only: Iterable[str] | None = None) -> ReadOnlyCommand:
-    """The probe bundle ``sweep(…, spec, only)`` sends, as a read-only command."""
-    plan = build_plan(spec, only)
-    names = ",".join(p.name for p in plan.runnable()) or "none"
-    return ReadOnlyCommand(
-        tuple(plan.argv), _content_digest(render_bundle(plan)), f"probe bundle ({names})"
-    )
 
 
 class ReadOnlyTransport:
