@@ -32,10 +32,12 @@ from tools.sweep import bundle as bundle_module
 from tools.transport.base import CommandResult
 from tools.transport.local import LocalTransport
 
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+# Every module the bundle may carry, in subpackages too (parsers/_trainlog/).
 SHIPPED = sorted(
     p
-    for p in (Path(__file__).resolve().parents[1] / "tools").glob("*/*.py")
-    if p.parent.name in ("probes", "parsers") and p.name != "__init__.py"
+    for p in TOOLS.rglob("*.py")
+    if p.relative_to(TOOLS).parts[0] in ("probes", "parsers") and p.name != "__init__.py"
 )
 
 

@@ -171,7 +171,7 @@ def check_target(
     finally:
         if session is not None:
             session.close()
-    result = summarize(target, state, session, started_at, time.monotonic() - started, rules)
+    result = target_result(target, state, session, started_at, time.monotonic() - started, rules)
     # A warning when not healthy: with -q, that is what a cron mail or a journal shows.
     emit = bound.info if result.status == "healthy" else bound.warning
     emit("health_checked", status=result.status, reason=result.reason)
@@ -297,7 +297,7 @@ def not_checked(
 # -- from the final state to a result ---------------------------------------------------
 
 
-def summarize(
+def target_result(
     target: HealthTarget,
     state: DiagnosisState,
     session: Session,
