@@ -31,7 +31,7 @@ demo: $(STAMP)
 # processes, each bound to one core (two 40-step trainings side by side take the wall time
 # of one: BENCHMARKS.md), so a second worker nearly halves it on a 2-core machine. Files
 # stay whole on one worker: their module fixtures are built once. One file alone:
-# `.venv/bin/python -m pytest tests/test_cli.py`.
+# `.venv/bin/python -m pytest tests/e2e/test_cli.py`.
 TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile

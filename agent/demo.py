@@ -154,7 +154,7 @@ def race_seed(prompts_file: Path, start: int, length: int = NEW_LENGTH) -> int:
     The window is one target's cold compile of the new length; somebody must make a
     compiled call in it. Before the drafter ends its first step the targets can put at
     most 5 batches in flight, so a target reaches batch 12 only once the drafter makes
-    compiled calls (tests/test_trainer_runs.py): the first new-length batch must come 12
+    compiled calls (tests/e2e/test_trainer_runs.py): the first new-length batch must come 12
     to 17 batches in. And the other target must keep calling meanwhile: once it meets the
     new length too, it compiles, the drafter drains the queue and waits, and nobody calls
     (measured here: a seed whose other target met it 5 batches later broke 1 run in 3;

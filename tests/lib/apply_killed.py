@@ -1,4 +1,4 @@
-"""An apply that SIGKILLs itself at a chosen point, for tests/test_apply_recovery.py.
+"""An apply that SIGKILLs itself at a chosen point, for tests/e2e/test_apply_recovery.py.
 
 ``python -m tests.lib.apply_killed WS KILL_AT`` plans and applies lock-warmup (hook route) on
 the workspace's trainer through the real operations, and SIGKILLs its own process right

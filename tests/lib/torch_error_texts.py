@@ -3,7 +3,7 @@ failure, each with the source file that writes it and the version it was read fr
 
 This is the one place the tests take these texts from: the stdout-log parser's tests,
 the crash family's tests and the foreign-trainer fixtures build their logs here, and
-tests/test_crash_texts.py checks every text against the parser's signatures and, where
+tests/e2e/test_crash_texts.py checks every text against the parser's signatures and, where
 the installed torch holds the code that writes it, against that code.
 
 A text a CPU can produce is produced for real in the tests (gloo's collective timeout,

@@ -70,7 +70,7 @@ def good_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def race_seed(ws: Path, new_length: int = 80) -> str:
     """A --seed whose batch order first shows ``new_length`` at batch 12 to 17: by then
     the drafter is making compiled calls while a target compiles the new length cold (see
-    tests/test_trainer_runs.py's ``expanded`` for why this makes the race deterministic)."""
+    tests/e2e/test_trainer_runs.py's ``expanded`` for why this makes the race deterministic)."""
     from examples.dflash_trainer import dataset
 
     prompts = dataset.load(ws / "data" / "prompts.jsonl")

@@ -234,7 +234,7 @@ def test_multi_gigabyte_log_reads_tail_first_in_bounded_memory(tmp_path: Path) -
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     out = json.loads(res.stdout)
     assert out["cov"]["mode"] == "head+tail"

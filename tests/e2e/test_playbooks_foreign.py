@@ -40,8 +40,8 @@ from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = Path(__file__).parent / "lib" / "user_threaded_train.py"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).parents[1] / "lib" / "user_threaded_train.py"
 RACE = ["--steps", "30", "--lengths", "16,32", "--old-torch-race"]
 LONG = ["--steps", "3000", "--lengths", "16,32"]  # still running while a test acts on it
 

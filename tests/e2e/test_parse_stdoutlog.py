@@ -229,7 +229,7 @@ def test_multi_gigabyte_stdout_log_in_bounded_memory(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     out = json.loads(res.stdout)
     assert out["cov"]["mode"] == "head+tail" and out["cov"]["bytes_read"] <= 512 << 20

@@ -36,7 +36,7 @@ from tools.signing import KEY_BYTES, installation_key, load_key
 from tools.statedir import app_state_dir
 from tools.transcript import TranscriptWriter, read_sealed, read_transcript
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def doctor(*args: str, state: Path) -> subprocess.CompletedProcess[str]:

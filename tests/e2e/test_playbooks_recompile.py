@@ -90,7 +90,7 @@ def site(churned: Churned, tmp_path: Path) -> TrainerSite:
 
 def transaction(site: TrainerSite) -> Transaction:
     remote = Remote(LocalTransport(), interpreter=sys.executable)
-    # Throughput is compared with 1 tok/s, as in tests/test_playbooks.py: on two shared
+    # Throughput is compared with 1 tok/s, as in tests/e2e/test_playbooks.py: on two shared
     # cores a run with a cold compile in its first 20 steps is too noisy for 0.9× a baseline.
     return Transaction(RecompileLimit(), site, remote, baseline_tok_s=1.0, run_timeout=300)
 

@@ -23,7 +23,7 @@ import pytest
 
 from tests.lib.probe_workspace import make_workspace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("devzero", "fifo", "loop", "dir")
 # What the problem says, per kind (lowercase substrings of it).
 SAYS = {

@@ -32,8 +32,8 @@ from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = Path(__file__).parent / "lib" / "user_threaded_train.py"
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).parents[1] / "lib" / "user_threaded_train.py"
 
 
 def sha(path: Path) -> str:

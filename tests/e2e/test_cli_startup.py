@@ -97,6 +97,6 @@ def test_every_command_that_reaches_a_target_takes_the_same_ssh_options(name: st
 
 
 def test_the_ssh_options_are_declared_in_one_module() -> None:
-    cli_dir = Path(__file__).resolve().parents[1] / "agent" / "cli"
+    cli_dir = Path(__file__).resolve().parents[2] / "agent" / "cli"
     declaring = sorted(p.name for p in cli_dir.glob("*.py") if '"--known-hosts"' in p.read_text())
     assert declaring == ["options.py"]

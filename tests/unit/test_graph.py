@@ -1,6 +1,6 @@
 """The diagnosis graph's mechanics, with small rules and playbooks defined here.
 
-The gatherer below stands in for the probe sweep (tests/test_diagnose*.py run the real
+The gatherer below stands in for the probe sweep (tests/e2e/test_diagnose*.py run the real
 one against the reference trainer): it records which probes were asked for, so the tests
 can prove a family node's facts are gathered before it runs.
 """

@@ -32,7 +32,7 @@ from tools.sweep import bundle as bundle_module
 from tools.transport.base import CommandResult
 from tools.transport.local import LocalTransport
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
 # Every module the bundle may carry, in subpackages too (parsers/_trainlog/).
 SHIPPED = sorted(
     p

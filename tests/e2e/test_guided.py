@@ -24,7 +24,7 @@ from agent.session import app_state
 from tests.lib.cli import SCRIPT
 from tests.lib.workspaces import FX_ERROR, SMALL, Scenario, clone, ready_to_race
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def doctor(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -298,7 +298,7 @@ def test_stopping_at_the_menu_reports_and_plans_nothing(race_ws: Path) -> None:
 
 @pytest.fixture
 def race_ready(race_scenario: Scenario, good_workspace: Path, tmp_path: Path) -> Path:
-    """The race scenario, ready to race again when restarted (as tests/test_playbooks.py's
+    """The race scenario, ready to race again when restarted (as tests/e2e/test_playbooks.py's
     ``site``): the compile cache as it was before the crash, the crashing launch line."""
     race_scenario.install_baseline("good")
     return ready_to_race(race_scenario, good_workspace, tmp_path / "ws")

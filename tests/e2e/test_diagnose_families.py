@@ -1,4 +1,4 @@
-"""Diagnosis end to end for the failure families tests/test_diagnose.py does not meet:
+"""Diagnosis end to end for the failure families tests/e2e/test_diagnose.py does not meet:
 silent eager fallback, the incident's ineffective monkeypatch, dataset shape churn.
 
 Each workspace is the reference trainer's own (tests/lib/workspaces.py): a good run, a

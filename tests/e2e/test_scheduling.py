@@ -20,7 +20,7 @@ from typer.main import get_command
 from agent.cli import app
 from tests.lib.need import need
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "scheduling"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scheduling"
 SERVICE = EXAMPLES / "dflash-doctor-health.service"
 TIMER = EXAMPLES / "dflash-doctor-health.timer"
 CRON = EXAMPLES / "dflash-doctor-health.cron"

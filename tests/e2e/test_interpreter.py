@@ -135,7 +135,7 @@ def test_the_doctors_own_process_is_never_the_trainer(tmp_path: Path) -> None:
         "print(json.dumps(sweep(LocalTransport(), spec, only=['interpreter'])"
         "['interpreter'].value))\n"
     )
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-c", code, str(ws)],
         cwd=repo,

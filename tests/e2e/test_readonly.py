@@ -22,7 +22,7 @@ from tools.transport.readonly import ReadOnlyCommand, ReadOnlyTransport
 
 SPEC = SweepSpec(interpreter=sys.executable)
 ONLY = ["host"]  # the cheapest probe: these tests are about the guard, not the probes
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def probe_bundle(spec: SweepSpec, only: list[str] | None = None) -> ReadOnlyCommand:

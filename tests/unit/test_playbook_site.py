@@ -151,7 +151,7 @@ def test_the_reference_trainers_options_are_found_through_its_launcher(tmp_path:
     done = subprocess.run(
         [sys.executable, "-m", "examples.dflash_trainer", "init", "--workspace", str(ws)],
         capture_output=True,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 0, done.stderr
     remote = Remote(LocalTransport(), interpreter=sys.executable)

@@ -28,7 +28,7 @@ import pytest
 
 from examples.dflash_trainer import dataset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 EAGER_FLEX = "flex_attention called without torch.compile()"
 # torch's Tracer.trace patches torch.nn.Module.__call__ on the class while it traces, so a

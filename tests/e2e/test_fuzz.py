@@ -6,7 +6,7 @@ The properties are the documented contract: a profile loads or is a ``ConfigErro
 log or metadata file yields its fact (JSON-serialisable: it is stored in the ledger) or
 a ``ProbeFailure`` naming it, never another exception; the CLI exits 0, 1 or 2, prints no
 traceback, says a refusal in one line, and finishes within its limits. (URIs are fuzzed
-in tests/test_cli_hostile.py, transcripts in tests/test_transcript_seal.py.)"""
+in tests/e2e/test_cli_hostile.py, transcripts in tests/e2e/test_transcript_seal.py.)"""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ from tests.lib.workspaces import clone, trainer
 from tools.parsers import trainlog
 from tools.sweep import SweepSpec
 
-FX_RACE = Path(__file__).resolve().parents[1] / "transcripts" / "fx-race.jsonl"
+FX_RACE = Path(__file__).resolve().parents[2] / "transcripts" / "fx-race.jsonl"
 
 CHROMIUM_FLAGS = [
     "--headless",

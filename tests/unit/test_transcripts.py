@@ -11,7 +11,7 @@ from agent.recorded import load_recorded
 from agent.replay import replay
 from tools.transcript import read_transcript
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "transcripts"
+TRANSCRIPTS = Path(__file__).resolve().parents[2] / "transcripts"
 FILES = sorted(TRANSCRIPTS.glob("*.jsonl"))
 
 EXPECTED = {

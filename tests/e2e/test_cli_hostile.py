@@ -17,7 +17,7 @@ from tests.lib.sshd import SSHServer
 from tools.errors import TargetURIError
 from tools.transport.uri import parse_target
 
-TRANSCRIPT = Path(__file__).resolve().parents[1] / "transcripts" / "healthy.jsonl"
+TRANSCRIPT = Path(__file__).resolve().parents[2] / "transcripts" / "healthy.jsonl"
 
 
 def run(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
