@@ -235,6 +235,9 @@ def test_any_console_log_yields_its_scan(tmp_path: Path, lines: list[str]) -> No
         unique=True,
     ),
 )
+# Found by this test: a metadata file holding Infinity made a fact no strict JSON holds.
+@example(files={"metadata.json": "Infinity"}, step_names=["step_10"])
+@example(files={"meta.json": '{"loss": NaN, "step": -Infinity}'}, step_names=["checkpoint-20"])
 def test_any_checkpoint_metadata_yields_the_fact(
     tmp_path: Path, files: dict[str, str], step_names: list[str]
 ) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.lib.probe_workspace import train_log_lines
@@ -510,6 +510,8 @@ _LINES = st.one_of(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lines=st.lists(_LINES, max_size=12), sep=st.sampled_from([b"\n", b"\r\n"]))
+# Found by this test: JSON lines that mention "log_history" were read as a trainer state.
+@example(lines=[b"{}", b'"log_history"'], sep=b"\n")
 def test_any_line_is_a_record_or_damage(lines: list[bytes], sep: bytes) -> None:
     """Whatever the lines hold (huge ints, deep nesting, NaN/Infinity, bytes that are not
     UTF-8), the summary never raises, ships as strict JSON, and counts every line once:

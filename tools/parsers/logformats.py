@@ -315,7 +315,7 @@ def sniff(path: str, head: bytes, fmt: str | None = None) -> tuple[str, str]:
     if name == "trainer_state.json":
         return "trainer_state", "named trainer_state.json"
     lines = [ln.strip() for ln in head.split(b"\n")[:SNIFF_LINES] if ln.strip()]
-    if b'"log_history"' in head[: 1 << 16] and lines and lines[0].startswith(b"{"):
+    if b'"log_history"' in head[: 1 << 16] and lines and _a_state_document(lines[0]):
         return "trainer_state", "a JSON document with a log_history"
     if name.endswith((".jsonl", ".ndjson")):
         return "jsonl", "named *.jsonl"
@@ -332,6 +332,22 @@ def sniff(path: str, head: bytes, fmt: str | None = None) -> tuple[str, str]:
     if objects and _looks_json(lines[0]):
         return "jsonl", "its first line is a JSON object"
     return "text", "neither JSON lines, CSV nor a trainer state: read as text lines"
+
+
+def _a_state_document(first: bytes) -> bool:
+    """Whether a head that mentions ``log_history`` opens one JSON document (a trainer
+    state): a first line that is only the start of an object (pretty-printed), or a whole
+    object holding ``log_history`` (minified). A first line that is a whole object
+    without it is JSON lines that happen to mention the word further down."""
+    if not first.startswith(b"{"):
+        return False
+    try:
+        doc = json.loads(first)
+    except RecursionError:
+        return False
+    except ValueError:
+        return True  # the first line of a document spread over lines
+    return isinstance(doc, dict) and "log_history" in doc
 
 
 def _looks_json(line: bytes) -> bool:

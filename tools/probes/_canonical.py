@@ -15,7 +15,6 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import pickletools
@@ -24,7 +23,7 @@ import struct
 import zipfile
 from typing import TYPE_CHECKING, Any
 
-from ._common import FileRefused, open_regular, read_capped
+from ._common import FileRefused, loads_strict, open_regular, read_capped
 
 __all__ = [
     "QUANTITIES",
@@ -421,7 +420,7 @@ def read(path: str, source: str, key_map: dict[str, str], notes: list[str]) -> F
             if truncated:
                 notes.append(f"{source}: larger than {TEXT_MAX} bytes; not read")
                 return {}
-            record = json.loads(data)
+            record = loads_strict(data)
             found = from_record(record, source, key_map, notes)
             if lower in CONFIG_FILES and "config" not in found and _usable("config", record):
                 found["config"] = (record, f"{source}:(the whole file)")

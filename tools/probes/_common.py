@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import stat
 import subprocess
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from typing import TypedDict
@@ -80,6 +81,13 @@ _ERRNO_KINDS = {
     errno.ENOTDIR: "not_a_directory",
     errno.EISDIR: "is_a_directory",
 }
+
+
+def loads_strict(data: bytes | str) -> Any:
+    """JSON read from a file on the target, with ``NaN`` and ``±Infinity`` (which Python's
+    json accepts and no strict JSON reader does) kept as their text: a fact that quotes
+    the file must still be strict JSON in the ledger and the transcript."""
+    return json.loads(data, parse_constant=str)
 
 
 def classify_oserror(exc: OSError) -> str:

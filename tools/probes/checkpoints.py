@@ -34,6 +34,7 @@ from ._common import (
     ProbeFailure,
     TypedDict,
     failure_from_oserror,
+    loads_strict,
     open_regular,
     read_capped,
 )
@@ -275,7 +276,7 @@ def _check_safetensors(path: str, size: int, out: FileCheck) -> None:
         if n > min(size - 8, 100 << 20):
             out.update({"ok": False, "problem": f"header length {n} past the end of the file"})
             return
-        header = json.loads(f.read(n))
+        header = loads_strict(f.read(n))
     if not isinstance(header, dict):
         out.update({"ok": False, "problem": "header is not a JSON object"})
         return
@@ -329,7 +330,7 @@ def read_metadata(d: str, names: list[str], entry: StepDir) -> None:
             if truncated:
                 entry["metadata_error"] = f"larger than {METADATA_MAX} bytes; not read"
                 return
-            entry["metadata"] = _clip(json.loads(data))
+            entry["metadata"] = _clip(loads_strict(data))
         except OSError as exc:
             entry["metadata_error"] = f"unreadable: {_refused(exc, p).reason}"
         except ValueError as exc:

@@ -22,7 +22,6 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -31,7 +30,14 @@ import time
 from typing import Any
 
 from . import _canonical, _steps
-from ._common import Context, ProbeFailure, TypedDict, failure_from_oserror, read_capped
+from ._common import (
+    Context,
+    ProbeFailure,
+    TypedDict,
+    failure_from_oserror,
+    loads_strict,
+    read_capped,
+)
 
 NAME = "layout"
 TIMEOUT = 60.0
@@ -505,7 +511,7 @@ class _Walk:
         record: Any = None
         for line in (data or b"").splitlines()[:5]:
             try:
-                record = json.loads(line)
+                record = loads_strict(line)
                 break
             except ValueError:
                 continue
