@@ -30,11 +30,12 @@ demo: $(STAMP)
 # Two workers, a test file each at a time: the suite's time is real trainer runs and CLI
 # processes, each bound to one core (two 40-step trainings side by side take the wall time
 # of one: BENCHMARKS.md), so a second worker nearly halves it on a 2-core machine. Files
-# stay whole on one worker: their module fixtures are built once. One file alone:
+# stay whole on one worker, and files sharing a costly session fixture share a worker
+# (tests/conftest.py's groups), so each fixture is built once. One file alone:
 # `.venv/bin/python -m pytest tests/e2e/test_cli.py`.
 TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent tools playbooks tests examples benchmarks

@@ -13,6 +13,29 @@ import tools.log
 
 pytest_plugins = ["tests.lib.sshd", "tests.lib.workspaces", "tests.lib.foreign_trainers"]
 
+# Session fixtures that each cost a real training run of 15-50 s. xdist builds a session
+# fixture once per worker that uses it, so the files that use one of these run on one
+# worker (``make test`` distributes by these groups: ``--dist loadgroup``) and it is built
+# once, not twice. Every other file is its own group, as ``--dist loadfile`` would make it.
+SHARED_RUNS = {
+    "race_scenario": "race",
+    "hf_workspace": "foreign",
+    "lightning_workspace": "foreign",
+    "threads_workspace": "foreign",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[str, str] = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        used = [SHARED_RUNS[f] for f in getattr(item, "fixturenames", ()) if f in SHARED_RUNS]
+        if used:
+            groups.setdefault(path, used[0])
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(groups.get(path, path)))
+
 
 @pytest.fixture(autouse=True)
 def _isolated_state(

@@ -150,6 +150,11 @@ def test_knob_route_fixes_the_race_and_a_second_apply_changes_nothing(site: Trai
     assert outcome.observations["new_fx_errors"] == 0
     assert outcome.observations["new_drafter_records"]
     assert "--compile-lock" in Path(site.launch_file).read_text()
+    # The race was emulated in the restarted run, and the lock's warm-up is what beat it
+    # (the trainer's own --compile-lock, so no separate trainer test runs it again).
+    console = Path(site.stdout_log).read_text()
+    assert "compile lock: warm-up done" in console
+    assert "--emulate-torch211-race" in Path(site.launch_file).read_text()
     after = sha(Path(site.launch_file))
     again = transaction(site, LockWarmup())
     second = again.apply(again.plan())
@@ -177,10 +182,14 @@ def test_hook_route_fixes_the_race_without_touching_the_trainer(site: TrainerSit
 @pytest.mark.torch
 @pytest.mark.slow
 def test_process_isolation_fixes_the_race(site: TrainerSite) -> None:
+    """The race emulated, one process per device: each has its own tracing flags, so
+    nobody sees another's (the reference trainer's ``--workers processes``, as applied)."""
     tx = transaction(site, ProcessIsolation())
     outcome = tx.apply(tx.plan())
     assert outcome.status == "applied", outcome
     assert "--workers processes" in Path(site.launch_file).read_text()
+    # "applied": the verification found no FX-trace error in the restarted run's lines.
+    assert "started 3 worker processes" in Path(site.stdout_log).read_text()
 
 
 @pytest.mark.parametrize(
