@@ -5,8 +5,8 @@ against the floors they cannot beat: the interpreter alone, importing typer, and
 command ``exec`` runs (``true``).
 
 Run:
-    git worktree add /tmp/before <commit>      # the tree to compare with (optional)
-    .venv/bin/python benchmarks/startup_bench.py [--before /tmp/before] [--runs 5]
+    git worktree add ../before <commit>      # the tree to compare with (optional)
+    .venv/bin/python benchmarks/startup_bench.py [--before ../before] [--runs 5]
 
 Each contender runs ``runs`` times, interleaved with the others (a busy machine slows them
 alike); the medians of wall seconds are printed as one JSON document. Both trees run on
