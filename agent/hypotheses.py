@@ -13,7 +13,7 @@ true if the hypothesis were, that no fact checked yet; the report shows them as 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,8 @@ Kind = Literal[
     "checkpoint_integrity",
     "crash_stated",
 ]
+# The failure families by name (``diagnose --hypothesis``, a proposer's prompt).
+KINDS: tuple[str, ...] = get_args(Kind)
 
 Status = Literal["verified", "refuted", "unverifiable", "untested"]
 Fit = Literal["fits", "does_not_fit", "undated"]

@@ -18,18 +18,17 @@ import importlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.claims import PREDICATES, Claim, ClaimVerdict
-from agent.hypotheses import Hypothesis, Kind
+from agent.hypotheses import KINDS, Hypothesis
 from agent.rules.base import Evidence
 from tools.errors import UsageError
 
-KINDS: tuple[str, ...] = get_args(Kind)
 FACT_CHARS = 1500  # per fact in the prompt: enough for versions, counts and signatures
 
 SYSTEM = """You propose diagnoses for a DFlash drafter training run from machine facts.

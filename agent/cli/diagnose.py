@@ -64,7 +64,7 @@ def diagnose(
     from agent.baseline import baseline_store
     from agent.cli.drive import drive
     from agent.cli.sessions import say_settings
-    from agent.proposer import KINDS, load_model
+    from agent.hypotheses import KINDS
     from agent.session import Session, SessionConfig, ssh_dict
     from agent.state import DiagnosisState
     from agent.targets import resolve_target
@@ -73,6 +73,9 @@ def diagnose(
     if hypothesis is not None and hypothesis not in KINDS:
         raise UsageError(f"--hypothesis {hypothesis!r}: not one of {', '.join(KINDS)}")
     if proposer is not None:
+        # Only then: langchain's chat-model modules cost every other diagnosis nothing.
+        from agent.proposer import load_model
+
         load_model(proposer)  # a proposer that cannot be built fails before anything runs
     if baseline is not None:
         baseline_store().load(baseline)  # an unknown baseline fails before anything runs

@@ -11,7 +11,6 @@ from rich.markdown import Markdown
 
 from agent.fix_site import site_for
 from agent.playbook_adapter import adapt
-from agent.proposer import LLMProposer, load_model
 from agent.report import terminal as guided
 from agent.report.build import build_report
 from agent.report.markdown import render_markdown
@@ -46,9 +45,11 @@ def drive(
             if spec.workspace
             else {}
         )
-        proposers = (
-            [LLMProposer(load_model(session.config.proposer))] if session.config.proposer else []
-        )
+        proposers = []
+        if session.config.proposer:
+            from agent.proposer import LLMProposer, load_model  # langchain's chat models
+
+            proposers.append(LLMProposer(load_model(session.config.proposer)))
         doctor = build_doctor(
             session,
             transport,

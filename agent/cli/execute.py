@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from agent.cli.options import TargetURI, reaches_targets, seconds
-from tools.log import bind_contextvars, configure
+from agent.cli.sessions import open_session
+from tools.log import configure
 from tools.transport.ssh_options import SSHOptions
 
 HELP = "Run one command through the target chain; print its output; exit with its code."
@@ -27,7 +28,6 @@ def exec_(
     *,
     ssh: SSHOptions,
 ) -> None:
-    from agent.session import Session
     from tools.transport.uri import parse_target
 
     root = ctx.parent.params if ctx.parent else {}
@@ -40,12 +40,7 @@ def exec_(
         # --timeout bounds reaching the host as well: a port that never sends a banner
         # must not hold the command for every retry's connect timeout.
         ssh = dataclasses.replace(ssh, connect_deadline=timeout)
-    session = Session(
-        ssh=ssh,
-        header={"command": "exec", "target": str(uri)},
-        redact_hosts=[uri.host] if uri.host else [],
-    )
-    bind_contextvars(session=session.id)
+    session = open_session("exec", uri, ssh)
     try:
         # exec prints the command's own bytes; only the transcript is redacted.
         result = session.target(str(uri), redact_results=False).run(command, timeout=timeout)

@@ -41,7 +41,7 @@ def facts(
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     probes = probe_list(only)
     say_settings(resolved)
-    session = open_session("facts", resolved, ssh)
+    session = open_session("facts", resolved.uri, ssh)
     gatherer = SweepGatherer(session.target(str(resolved.uri)), resolved.spec, session.ledger)
     try:
         if as_json:

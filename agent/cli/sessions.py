@@ -13,15 +13,17 @@ if TYPE_CHECKING:
     from agent.session import Session
     from agent.targets import Resolved
     from tools.transport.ssh_options import SSHOptions
+    from tools.transport.uri import TargetURI
 
 
-def open_session(command: str, resolved: Resolved, ssh: SSHOptions) -> Session:
+def open_session(command: str, uri: TargetURI, ssh: SSHOptions) -> Session:
+    """A recorded session for one command on ``uri``, its host name redacted."""
     from agent.session import Session
 
     session = Session(
         ssh=ssh,
-        header={"command": command, "target": str(resolved.uri)},
-        redact_hosts=[resolved.uri.host] if resolved.uri.host else [],
+        header={"command": command, "target": str(uri)},
+        redact_hosts=[uri.host] if uri.host else [],
     )
     bind_contextvars(session=session.id)
     return session

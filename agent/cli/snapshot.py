@@ -31,7 +31,7 @@ def snapshot(
     store = baseline_store()
     store.path(name)  # a bad name fails before anything runs
     say_settings(resolved)
-    session = open_session("snapshot", resolved, ssh)
+    session = open_session("snapshot", resolved.uri, ssh)
     try:
         gathered = SweepGatherer(session.target(str(resolved.uri)), resolved.spec, session.ledger)(
             None
