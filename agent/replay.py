@@ -202,6 +202,8 @@ def _recording(path: Path, header: dict[str, Any], events: list[dict[str, Any]])
         for event in events:
             if event["type"] in ("command", "command_error"):
                 _command_shape(event)
+        if not isinstance(verdict["verdict"], str):  # compared, as text, after the run
+            raise TypeError(f"event {verdict.get('seq')}: the verdict is not text")
         return _Recording(
             spec=SweepSpec.model_validate(spec_data),
             target=str(header["target"]),

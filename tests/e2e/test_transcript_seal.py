@@ -29,7 +29,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.session import Session, SessionConfig, app_state
+from agent.session import Session, app_state
+from agent.session_config import SessionConfig
 from tests.lib.cli import SCRIPT
 from tools.errors import ConfigError, TranscriptError
 from tools.signing import KEY_BYTES, installation_key, load_key
@@ -685,6 +686,28 @@ def test_a_command_without_argv_in_a_whole_foreign_transcript_is_one_line(
         doctor("replay", str(path), state=recording.state),
         f"{path}: not a diagnosis as this app records one: an event lacks 'argv'",
     )
+
+
+@pytest.mark.parametrize("spoil", ["deleted", "retyped"])
+def test_a_verdict_event_without_its_verdict_in_a_whole_foreign_transcript_is_one_line(
+    recording: Recording, tmp_path: Path, spoil: str
+) -> None:
+    """Found by the fuzz test above: replay compared the recorded verdict after the run
+    and read it as ``event["verdict"]``, a KeyError traceback when it was gone."""
+    lines = read_lines(recording.transcript)
+    at = next(i for i, x in enumerate(lines[:-1]) if json.loads(x)["type"] == "verdict")
+    event = json.loads(lines[at])
+    if spoil == "deleted":
+        del event["verdict"]
+    else:
+        event["verdict"] = ["no fault found"]
+    lines[at] = canonical(event)
+    path = tmp_path / "forged.jsonl"
+    write_lines(path, reseal(lines, secret=b"another installation's key, 32 b"))
+    why = "an event lacks 'verdict'" if spoil == "deleted" else "the verdict is not text"
+    code, _, err = in_process(recording.state, "replay", str(path))
+    assert code == 2
+    assert f"{path}: not a diagnosis as this app records one: " in err and why in err, err
 
 
 @pytest.mark.parametrize(("command", "event"), [("replay", "header"), ("report", "verdict")])
