@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck system-deps clean
+.PHONY: demo test check lint typecheck system-deps bytecode clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,7 +24,14 @@ system-deps:
 	  else echo "missing $(DEBS_NEEDED) and not root: those tests skip (or fail with REQUIRE_ALL=1)"; fi; \
 	fi
 
-demo: $(STAMP)
+# The project's own bytecode, as a wheel install has it: an editable install has none, and
+# where PYTHONDONTWRITEBYTECODE is set (this machine kind sets it) Python never writes it,
+# so every command compiled its modules again, about 50 ms of `exec`'s start-up
+# (BENCHMARKS.md, issue 15). compileall rewrites only what changed.
+bytecode: $(STAMP)
+	$(BIN)/python -m compileall -q agent tools playbooks
+
+demo: $(STAMP) bytecode
 	$(BIN)/dflash-doctor demo
 
 # Two workers, a test file each at a time: the suite's time is real trainer runs and CLI
@@ -34,7 +41,7 @@ demo: $(STAMP)
 # (tests/conftest.py's groups), so each fixture is built once. One file alone:
 # `.venv/bin/python -m pytest tests/e2e/test_cli.py`.
 TEST_WORKERS ?= 2
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps bytecode
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)

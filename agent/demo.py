@@ -33,7 +33,8 @@ from agent.baseline import baseline_store
 from agent.doctor import Approver
 from agent.playbook_adapter import adapt
 from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState, FixOutcome
 from playbooks import LockWarmup, TrainerSite
 from playbooks.base import FX_ERROR, FixPlan

@@ -23,18 +23,20 @@ import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError
-
-from agent.facts import Fact, Ledger
 from tools.errors import ConfigError, UsageError
 from tools.redact import Redactor
 from tools.statedir import APP, state_home
-from tools.sweep import SweepSpec
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
 from tools.transport.record import RecordingTransport
+
+if TYPE_CHECKING:
+    # pydantic and the sweep's models load with the first fact or config, not with the
+    # session: `exec` records a transcript and needs neither (its start-up budget).
+    from agent.facts import Fact, Ledger
+    from agent.session_config import SessionConfig
 
 _SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}\Z")
 
@@ -58,24 +60,6 @@ def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-class SessionConfig(BaseModel):
-    """What a session runs against; saved so that ``resume`` rebuilds the same session."""
-
-    command: str
-    target: str
-    mode: Literal["guided", "demo", "health", "replay"] = "guided"
-    spec: SweepSpec | None = None
-    baseline: str | None = None
-    ssh: dict[str, Any] = Field(default_factory=dict)
-    redact_paths: list[str] = Field(default_factory=list)
-    proposer: str | None = None
-    """``MODULE:FACTORY`` of an optional LangChain chat model that proposes hypotheses."""
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-
-    def ssh_options(self) -> SSHOptions:
-        return SSHOptions(**self.ssh)
-
-
 class Session:
     def __init__(
         self,
@@ -94,7 +78,7 @@ class Session:
         self.config = config
         self.ssh = ssh if ssh is not None else (config.ssh_options() if config else None)
         self.resume = resume
-        self.ledger = Ledger(self.dir / "ledger.jsonl")
+        self._ledger: Ledger | None = None
         self._header = header or {}
         saved = self.dir / "redaction.json"
         if resume and saved.exists():
@@ -115,6 +99,15 @@ class Session:
         if config is not None and not resume:
             self.dir.mkdir(parents=True, exist_ok=True)
             (self.dir / "session.json").write_text(config.model_dump_json(indent=1))
+
+    @property
+    def ledger(self) -> Ledger:
+        """The session's facts (``ledger.jsonl``), opened on first use."""
+        if self._ledger is None:
+            from agent.facts import Ledger
+
+            self._ledger = Ledger(self.dir / "ledger.jsonl")
+        return self._ledger
 
     @classmethod
     def create(cls, config: SessionConfig, *, root: Path | None = None) -> Session:
@@ -142,6 +135,10 @@ class Session:
     @classmethod
     def reopen(cls, session_id: str, *, root: Path | None = None) -> Session:
         """The session ``session_id`` as it was saved; a clear error when there is none."""
+        from pydantic import ValidationError
+
+        from agent.session_config import SessionConfig
+
         base = root or app_state() / "sessions"
         if not _SESSION_ID.match(session_id):
             raise ConfigError(f"bad session id {session_id!r} (expected e.g. 20261130-021500-ab12)")
@@ -185,6 +182,8 @@ class Session:
 
     def sanitize(self, fact: Fact) -> Fact:
         """``fact`` as this session's transcript would store it (redacted)."""
+        from agent.facts import Fact
+
         content = fact.model_dump(mode="json", exclude={"id", "digest"})
         return Fact.model_validate(self._redactor.any(content))
 

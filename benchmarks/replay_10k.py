@@ -23,7 +23,8 @@ os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="bench-state-"))
 
 from agent.replay import replay
 from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from tools.sweep import SweepSpec
 from tools.transcript import read_transcript

@@ -18,12 +18,19 @@ lines are found by its key words the same way. A short text is screened by all p
 joined into one (a single call), and the redactor reads the strings of one answer as
 one text before it reads any alone. Measured here: ``find`` reads a 10 MB training log
 in about 0.6 s.
+
+Start-up: the patterns and key words are kept in the state directory between runs
+(``Screen``), and they run from there: detect-secrets is imported only for a text one of
+its patterns or key words matches, where its plugin must confirm the match. A command
+whose texts none matches (most command output) never imports it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -82,12 +89,14 @@ def find(text: str) -> list[tuple[int, int]]:
     merged where they touch. Private keys are not among them (see ``key_starts``)."""
     if len(text) < MIN_LENGTH:
         return []
-    screened = len(text) > _JOINED_UP_TO or _joined().search(text) is not None
     spans: list[tuple[int, int]] = []
-    if screened:
+    if len(text) > _JOINED_UP_TO or _joined().search(text) is not None:
         lowered = text.lower()
-        for plugin in _regex_plugins():
-            spans += _regex_spans(plugin, text, lowered)
+        matched = _screen().plugins_matching(text, lowered)
+        if matched:
+            for plugin in _regex_plugins():
+                if type(plugin).__name__ in matched:
+                    spans += _regex_spans(plugin, text, lowered)
         spans += _keyword_spans(text, lowered)
     if "=" in text:
         spans += _assigned_spans(text)
@@ -191,11 +200,11 @@ def _keyword_spans(text: str, lowered: str) -> list[tuple[int, int]]:
     """The keyword plugin's findings (``password = "…"``, ``"api_key": "…"``…), its
     quoted forms, on the lines that hold one of its key words. Its ``analyze_string``
     stops at the first match of each pattern; every match is taken here."""
-    from detect_secrets.plugins import keyword
-
     words = key_words()
     if not any(word in lowered for word in words):
         return []
+    from detect_secrets.plugins import keyword
+
     spans: list[tuple[int, int]] = []
     at = 0
     for line in text.split("\n"):
@@ -261,10 +270,13 @@ def _entropy_plugins() -> tuple[tuple[Any, frozenset[str]], ...]:
     )
 
 
-@cache
 def key_words() -> tuple[str, ...]:
     """The keyword plugin's key words as plain strings: its list writes an optional
     underscore as ``_?`` (``api_?key``), and nothing else of a pattern."""
+    return _screen().key_words
+
+
+def _live_key_words() -> tuple[str, ...]:
     from detect_secrets.plugins import keyword
 
     words = set()
@@ -303,10 +315,188 @@ def _literal(pattern: re.Pattern[str]) -> str:
 def _joined() -> re.Pattern[str]:
     """Every enabled pattern and the key words as one pattern: a screen for short texts
     (it says whether any might match; the patterns then run one by one)."""
+    screen = _screen()
     parts = []
-    for plugin in _regex_plugins():
-        for pattern in plugin.denylist:
-            flags = "".join(f for f, bit in (("i", re.I), ("x", re.X)) if pattern.flags & bit)
-            parts.append(f"(?{flags}:{pattern.pattern})" if flags else f"(?:{pattern.pattern})")
-    parts.append("(?i:" + "|".join(map(re.escape, key_words())) + ")")
+    for _, pattern, flags, _ in screen.patterns:
+        letters = "".join(f for f, bit in (("i", re.I), ("x", re.X)) if flags & bit)
+        parts.append(f"(?{letters}:{pattern})" if letters else f"(?:{pattern})")
+    parts.append("(?i:" + "|".join(map(re.escape, screen.key_words)) + ")")
     return re.compile("|".join(parts))
+
+
+# -- the screen, kept between runs ----------------------------------------------------
+# Deciding that a text holds none of the formats needs only the plugins' patterns and key
+# words, not the plugins: the screen is exactly those (so it misses nothing a plugin would
+# find: a plugin finds nothing where none of its patterns matches), read from the
+# installed detect-secrets once and kept in the state directory. A command whose texts
+# match no pattern (most command output) never imports detect-secrets (0.25 s with
+# requests, which its plugins import for a verification never used here). The plugins
+# load, as before, for a text a pattern matches, and for the entropy check.
+
+_SCREEN_FORMAT = 2
+_SCREEN_MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The enabled plugins' patterns (the plugin's class name, the pattern's text and
+    flags, the literal every match holds) and the keyword plugin's key words."""
+
+    patterns: tuple[tuple[str, str, int, str], ...]
+    key_words: tuple[str, ...]
+
+    def plugins_matching(self, text: str, lowered: str) -> set[str]:
+        """The plugins a pattern of which matches somewhere in ``text``: the only ones
+        whose ``analyze_string`` can find anything (``_regex_spans`` skips the others).
+        Each pattern runs only where its literal is (a substring test)."""
+        matched: set[str] = set()
+        for plugin, pattern, flags, literal in self.patterns:
+            if plugin in matched:
+                continue
+            if literal and literal not in (lowered if flags & re.I else text):
+                continue
+            if re.compile(pattern, flags).search(text) is not None:
+                matched.add(plugin)
+        return matched
+
+    def document(self, key: str) -> dict[str, Any]:
+        return {"key": key, "patterns": self.patterns, "key_words": self.key_words}
+
+    @classmethod
+    def from_document(cls, doc: Any, key: str) -> Screen | None:
+        """The screen ``doc`` holds, if it was kept for ``key`` and is well formed."""
+        if not isinstance(doc, dict) or doc.get("key") != key:
+            return None
+        patterns, words = doc.get("patterns"), doc.get("key_words")
+        if not isinstance(patterns, list) or not isinstance(words, list) or not words:
+            return None
+        if not all(isinstance(w, str) and w for w in words):
+            return None
+        shaped = []
+        for item in patterns:
+            if not (isinstance(item, list) and len(item) == 4):
+                return None
+            plugin, pattern, flags, literal = item
+            if not (
+                isinstance(plugin, str)
+                and isinstance(pattern, str)
+                and type(flags) is int
+                and isinstance(literal, str)
+            ):
+                return None
+            shaped.append((plugin, pattern, flags, literal))
+        if not shaped:
+            return None
+        return cls(tuple(shaped), tuple(words))
+
+
+def live_screen() -> Screen:
+    """The screen read from the installed detect-secrets (imports it)."""
+    patterns = tuple(
+        (type(plugin).__name__, pattern.pattern, pattern.flags, _literal(pattern))
+        for plugin in _regex_plugins()
+        for pattern in plugin.denylist
+    )
+    return Screen(patterns, _live_key_words())
+
+
+def screen_key() -> str | None:
+    """What the kept screen must have been read from: this module's plugin list, the
+    Python (the literals come from its regex parser) and each plugin file's size and
+    mtime (an upgrade or an edit rewrites them); None where detect-secrets' files cannot
+    be found without importing it."""
+    import hashlib
+    import importlib.util
+    import os
+    import sys
+
+    try:
+        spec = importlib.util.find_spec("detect_secrets")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    root = os.path.dirname(spec.origin)
+    names = [f"{module}.py" for module, _ in REGEX_PLUGINS] + ["keyword.py", "base.py"]
+    stats = []
+    for name in names:
+        try:
+            st = os.stat(os.path.join(root, "plugins", name))
+        except OSError:
+            return None
+        stats.append((name, st.st_size, st.st_mtime_ns))
+    mark = [_SCREEN_FORMAT, sys.version_info[:2], REGEX_PLUGINS, root, stats]
+    return hashlib.sha256(json.dumps(mark).encode()).hexdigest()
+
+
+def _screen_path() -> str:
+    import os
+
+    from tools.statedir import app_state_dir
+
+    return os.path.join(app_state_dir(), "cache", "secret-screen.json")
+
+
+def _read_kept(path: str, key: str) -> Screen | None:
+    """The kept screen, if it is a regular file of this user that no one else may
+    write (it decides what redaction skips), small, well formed and read for ``key``."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o022
+            or st.st_size > _SCREEN_MAX_BYTES
+        ):
+            return None
+        raw = os.read(fd, _SCREEN_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return Screen.from_document(json.loads(raw), key)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _keep(path: str, key: str, screen: Screen) -> None:
+    """Keep ``screen`` for the next run; a state directory that cannot take it only
+    costs the next run the import."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".secret-screen-", dir=directory)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(screen.document(key), fh)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+@cache
+def _screen() -> Screen:
+    key = screen_key()
+    path = _screen_path()
+    if key is not None:
+        kept = _read_kept(path, key)
+        if kept is not None:
+            return kept
+    screen = live_screen()
+    if key is not None:
+        _keep(path, key, screen)
+    return screen

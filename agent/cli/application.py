@@ -1,40 +1,129 @@
-"""The typer application: the root options and every command, each from its own module.
+"""The typer application: the root options, and every command from its own module,
+loaded when it is chosen.
 
-Command modules import typer and the shared options only; what a command needs (the
-graph, the transports, the reports) is imported when it runs, so that ``--help`` and a
-local ``exec`` do not load langgraph, paramiko or pydantic models they never use.
+``COMMANDS`` names each command's module, function and one-line help, so ``--help``
+lists them without importing one, and ``exec`` imports ``execute`` alone: building every
+command's options (typer reads each signature) was a third of the start-up. What a
+command needs to run (the graph, the transports, the reports) it imports when it runs.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import importlib
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 import typer
+import typer.core
+import typer.main
 
 from agent._version import __version__
-from agent.cli import (
-    demo,
-    diagnose,
-    execute,
-    facts,
-    health,
-    init,
-    replay,
-    report,
-    resume,
-    snapshot,
-)
 from tools.log import configure
+
+
+@dataclass(frozen=True)
+class Command:
+    module: str
+    function: str
+    help: str
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+# In the order `--help` lists them.
+COMMANDS: dict[str, Command] = {
+    "exec": Command(
+        "agent.cli.execute",
+        "exec_",
+        "Run one command through the target chain; print its output; exit with its code.",
+        {"allow_interspersed_args": False},
+    ),
+    "facts": Command(
+        "agent.cli.facts", "facts", "Sweep the target's facts in one round trip and list them."
+    ),
+    "snapshot": Command(
+        "agent.cli.snapshot",
+        "snapshot",
+        "Store the target's facts now as a named known good state.",
+    ),
+    "diagnose": Command(
+        "agent.cli.diagnose",
+        "diagnose",
+        "Diagnose the target: facts, baseline diff, hypotheses, cited report.",
+    ),
+    "resume": Command(
+        "agent.cli.resume",
+        "resume",
+        "Continue a session after a crash, or answer its pending approval.",
+    ),
+    "replay": Command(
+        "agent.cli.replay",
+        "replay",
+        "Re-run a recorded session with no machine; exit 1 if verdicts changed.",
+    ),
+    "report": Command(
+        "agent.cli.report", "report", "Render a recorded session as a report (md, html or json)."
+    ),
+    "demo": Command(
+        "agent.cli.demo",
+        "demo",
+        "Run the reference trainer, break it as the incident did, diagnose, fix.",
+    ),
+    "init": Command("agent.cli.init", "init", "Write a commented doctor.toml template."),
+    "health": Command(
+        "agent.cli.health",
+        "health",
+        "Read-only health check of one or many targets against a baseline; exit 0 healthy, "
+        "1 regression found, 2 could not check.",
+    ),
+}
+
+_SETTINGS: dict[str, Any] = {
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+    # Help texts are plain text: "ssh://user@host[:port][/HOP…]" read as Rich markup was
+    # a closing tag with no opening one, and `exec --help` died of it.
+    "rich_markup_mode": None,
+}
+
+
+@functools.cache
+def command(name: str) -> Any:
+    """The click command ``name`` (typer's own click), built from its module's function."""
+    spec = COMMANDS[name]
+    function = getattr(importlib.import_module(spec.module), spec.function)
+    single = typer.Typer(**_SETTINGS)
+    single.command(name, help=spec.help, context_settings=spec.context)(function)
+    return typer.main.get_command(single)
+
+
+class LazyCommands(typer.core.TyperGroup):
+    """The root group: its commands come from ``COMMANDS``, each built on first use."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        return command(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        # The listing needs each command's help only: a bare command carries it, so
+        # `--help` shortens the texts exactly as for the real ones, importing none.
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        rows = [
+            (name, typer.core.TyperCommand(name, help=spec.help).get_short_help_str(limit))
+            for name, spec in COMMANDS.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="dflash-doctor",
     help="Evidence-first debugging for DFlash drafter training: facts first, then claims.",
+    cls=LazyCommands,
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Help texts are plain text: "ssh://user@host[:port][/HOP…]" read as Rich markup was
-    # a closing tag with no opening one, and `exec --help` died of it.
-    rich_markup_mode=None,
+    **_SETTINGS,
 )
 
 
@@ -58,18 +147,3 @@ def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug events too.")] = False,
 ) -> None:
     configure(json=log_json, level="warning" if quiet else "debug" if verbose else "info")
-
-
-# In the order `--help` lists them.
-app.command("exec", help=execute.HELP, context_settings={"allow_interspersed_args": False})(
-    execute.exec_
-)
-app.command(help=facts.HELP)(facts.facts)
-app.command(help=snapshot.HELP)(snapshot.snapshot)
-app.command(help=diagnose.HELP)(diagnose.diagnose)
-app.command(help=resume.HELP)(resume.resume)
-app.command(help=replay.HELP)(replay.replay)
-app.command(help=report.HELP)(report.report)
-app.command(help=demo.HELP)(demo.demo)
-app.command(help=init.HELP)(init.init)
-app.command("health", help=health.HELP)(health.health)

@@ -11,8 +11,6 @@ from tools.log import configure
 if TYPE_CHECKING:
     from playbooks.base import FixPlan
 
-HELP = "Run the reference trainer, break it as the incident did, diagnose, fix."
-
 
 def demo(
     ctx: typer.Context,

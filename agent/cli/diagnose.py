@@ -20,8 +20,6 @@ from tools.errors import UsageError
 from tools.log import bind_contextvars
 from tools.transport.ssh_options import SSHOptions
 
-HELP = "Diagnose the target: facts, baseline diff, hypotheses, cited report."
-
 
 @reaches_targets
 def diagnose(
@@ -65,7 +63,8 @@ def diagnose(
     from agent.cli.drive import drive
     from agent.cli.sessions import say_settings
     from agent.hypotheses import KINDS
-    from agent.session import Session, SessionConfig, ssh_dict
+    from agent.session import Session, ssh_dict
+    from agent.session_config import SessionConfig
     from agent.state import DiagnosisState
     from agent.targets import resolve_target
 

@@ -13,8 +13,6 @@ from agent.cli.sessions import open_session
 from tools.log import configure
 from tools.transport.ssh_options import SSHOptions
 
-HELP = "Run one command through the target chain; print its output; exit with its code."
-
 
 @reaches_targets
 def exec_(

@@ -12,8 +12,6 @@ from agent.cli.sessions import open_session, say_settings
 from tools.errors import UsageError
 from tools.transport.ssh_options import SSHOptions
 
-HELP = "Sweep the target's facts in one round trip and list them."
-
 
 @reaches_targets
 def facts(

@@ -20,11 +20,6 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-HELP = (
-    "Read-only health check of one or many targets against a baseline; exit 0 healthy, "
-    "1 regression found, 2 could not check."
-)
-
 
 @reaches_targets
 def health(

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-HELP = "Write a commented doctor.toml template."
-
 
 def init(
     path: Annotated[str, typer.Argument(help="Where to write it.")] = "doctor.toml",

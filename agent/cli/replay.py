@@ -10,8 +10,6 @@ import typer
 
 from agent.cli.options import Json
 
-HELP = "Re-run a recorded session with no machine; exit 1 if verdicts changed."
-
 
 def replay(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],

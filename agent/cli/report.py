@@ -10,8 +10,6 @@ import typer
 from agent.cli.options import MdHtmlOrJson
 from tools.errors import UsageError
 
-HELP = "Render a recorded session as a report (md, html or json)."
-
 
 def report(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],

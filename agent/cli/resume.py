@@ -10,8 +10,6 @@ import typer
 from agent.cli.options import MdOrJson
 from tools.log import bind_contextvars
 
-HELP = "Continue a session after a crash, or answer its pending approval."
-
 
 def resume(
     session_id: Annotated[str, typer.Argument(help="The session id (see its state directory).")],

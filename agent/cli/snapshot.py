@@ -10,8 +10,6 @@ from agent.cli.options import Config, Interpreter, Target, Workspace, reaches_ta
 from agent.cli.sessions import open_session, say_settings
 from tools.transport.ssh_options import SSHOptions
 
-HELP = "Store the target's facts now as a named known good state."
-
 
 @reaches_targets
 def snapshot(

@@ -43,7 +43,8 @@ from agent.hypotheses import TITLES, Hypothesis
 from agent.rules import default_rules
 from agent.rules.base import Rule
 from agent.runner import record_outcome, run_session
-from agent.session import Session, SessionConfig, ssh_dict
+from agent.session import Session, ssh_dict
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from agent.throughput import primary_entry, subject
 from tools.errors import DoctorError, TransportError

@@ -6,6 +6,7 @@ start-up times themselves are measured in benchmarks/startup_bench.py, not here)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 import typer
 
-from agent.cli.application import app
+from agent.cli.application import COMMANDS, app
 from agent.cli.options import SSH_OPTION_NAMES
 
 HEAVY = ("langgraph", "langchain_core", "pydantic", "structlog", "paramiko", "fabric", "torch")
@@ -29,21 +30,32 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules})}),
-      file=sys.stderr)
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
 
 
-def loaded_by(*args: str, cwd: Path | None = None) -> tuple[int, set[str]]:
+def modules_loaded_by(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, set[str]]:
+    """The exit code and every module loaded by the entry point run with ``args``."""
     run = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(list(args))],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=cwd,
+        env=env,
     )
     report = json.loads(run.stderr.strip().splitlines()[-1])
-    return report["code"], set(report["loaded"])
+    return report["code"], set(report["modules"])
+
+
+def loaded_by(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, set[str]]:
+    """The exit code and the top-level packages loaded."""
+    code, modules = modules_loaded_by(*args, cwd=cwd, env=env)
+    return code, {m.split(".")[0] for m in modules}
 
 
 def test_version_imports_nothing_heavy_nor_typer() -> None:
@@ -53,24 +65,43 @@ def test_version_imports_nothing_heavy_nor_typer() -> None:
 
 
 def test_help_imports_no_command_machinery() -> None:
-    code, loaded = loaded_by("--help")
+    code, modules = modules_loaded_by("--help")
     assert code == 0
+    loaded = {m.split(".")[0] for m in modules}
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
+    # The listing comes from the command table: no command's module is imported.
+    assert not {f"agent.cli.{m}" for m in COMMAND_MODULES} & modules
+
+
+COMMAND_MODULES = {spec.module.rsplit(".", 1)[1] for spec in COMMANDS.values()}
 
 
 @pytest.mark.parametrize("command", ["diagnose", "health", "exec"])
-def test_a_commands_help_imports_none_of_what_it_runs(command: str) -> None:
-    code, loaded = loaded_by(command, "--help")
+def test_a_commands_help_imports_its_module_alone(command: str) -> None:
+    code, modules = modules_loaded_by(command, "--help")
     assert code == 0
-    # typer itself converts option values with pydantic once a command is chosen (since
-    # typer 0.2x), so pydantic may load; the graph, the logger and SSH may not.
-    assert not loaded & {"langgraph", "langchain_core", "structlog", "paramiko", "torch"}
+    assert {m.split(".")[0] for m in modules}.isdisjoint(HEAVY)
+    mine = COMMANDS[command].module
+    assert mine in modules
+    assert not {f"agent.cli.{m}" for m in COMMAND_MODULES} - {mine} & modules
 
 
-def test_a_local_exec_loads_neither_ssh_nor_the_graph() -> None:
-    code, loaded = loaded_by("exec", "--", "true")
+def test_a_local_exec_loads_neither_ssh_nor_the_graph(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    # The first run reads the secret formats' screen from detect-secrets and keeps it...
+    code, loaded = loaded_by("exec", "--", "true", env=env)
     assert code == 0
+    assert "detect_secrets" in loaded
     assert not loaded & {"paramiko", "fabric", "langgraph", "langchain_core", "torch"}
+    assert (tmp_path / "dflash-doctor" / "cache" / "secret-screen.json").is_file()
+    # ... so the next, whose output no format can match, loads neither it nor pydantic.
+    code, loaded = loaded_by("exec", "--", "echo", "step 690 tok/s 4301", env=env)
+    assert code == 0
+    assert not loaded & {*HEAVY, "detect_secrets", "requests"}, loaded & {*HEAVY, "detect_secrets"}
+    # A run whose output a format can match still loads the detector and redacts.
+    code, loaded = loaded_by("exec", "--", "echo", "password = 'hunter2hunter2'", env=env)
+    assert code == 0
+    assert "detect_secrets" in loaded
 
 
 def test_facts_never_imports_langgraph(tmp_path: Path) -> None:
@@ -82,10 +113,9 @@ def test_facts_never_imports_langgraph(tmp_path: Path) -> None:
 
 
 def _options(name: str) -> dict[str, tuple[str, ...]]:
-    # A group: typer's own (vendored) click Group, so read its commands by attribute.
-    commands: dict[str, Any] = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    params = commands[name].params
-    return {p.name: tuple(p.opts) for p in params if p.name}
+    group = typer.main.get_command(app)
+    built: Any = group.get_command(group.make_context("dflash-doctor", [name]), name)  # type: ignore[attr-defined]
+    return {p.name: tuple(p.opts) for p in built.params if p.name}
 
 
 @pytest.mark.parametrize("name", ["exec", "facts", "snapshot", "diagnose", "health"])

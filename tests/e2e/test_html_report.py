@@ -34,7 +34,8 @@ from agent.report.html import (
     unplaced_crashes,
 )
 from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from agent.symptoms import check_all, find
 from tests.lib.cli import cli

@@ -14,7 +14,8 @@ from agent.replay import replay
 from agent.rules import default_rules
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from tests.lib.cli import cli
 from tools.sweep import SweepSpec

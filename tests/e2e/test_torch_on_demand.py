@@ -24,7 +24,8 @@ from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.runner import build_doctor, run_session
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from tools.sweep import SweepSpec
 from tools.transcript import read_transcript

@@ -13,7 +13,8 @@ from agent.facts import Ledger
 from agent.report.build import build_report
 from agent.report.markdown import render_markdown
 from agent.runner import build_doctor, run_session
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from tools.sweep import SweepSpec
 

@@ -29,7 +29,8 @@ from agent.health.run import plan_targets, run_health
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules import default_rules
 from agent.rules.base import Evidence
-from agent.session import Session, SessionConfig
+from agent.session import Session
+from agent.session_config import SessionConfig
 from tools.errors import ConfigError, ReadOnlyViolation, UsageError
 from tools.sweep import SweepSpec, build_plan, render
 from tools.transcript import read_transcript

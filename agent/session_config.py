@@ -1,0 +1,30 @@
+"""What a session runs against (``session.json``), apart from the session itself: a
+pydantic model, loaded only by the commands that create or reopen a configured session."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tools.sweep import SweepSpec
+from tools.transport.ssh_options import SSHOptions
+
+
+class SessionConfig(BaseModel):
+    """What a session runs against; saved so that ``resume`` rebuilds the same session."""
+
+    command: str
+    target: str
+    mode: Literal["guided", "demo", "health", "replay"] = "guided"
+    spec: SweepSpec | None = None
+    baseline: str | None = None
+    ssh: dict[str, Any] = Field(default_factory=dict)
+    redact_paths: list[str] = Field(default_factory=list)
+    proposer: str | None = None
+    """``MODULE:FACTORY`` of an optional LangChain chat model that proposes hypotheses."""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    def ssh_options(self) -> SSHOptions:
+        return SSHOptions(**self.ssh)
