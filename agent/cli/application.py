@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -97,8 +98,28 @@ def command(name: str) -> Any:
     return typer.main.get_command(single)
 
 
+class _Table(Mapping[str, Any]):
+    """``COMMANDS`` as the name → click command mapping typer reads (its "Did you mean"
+    looks at the names), each command built only when looked up."""
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in COMMANDS:
+            raise KeyError(name)
+        return command(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
 class LazyCommands(typer.core.TyperGroup):
     """The root group: its commands come from ``COMMANDS``, each built on first use."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _Table()  # type: ignore[assignment]  # read-only: nothing adds one
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)

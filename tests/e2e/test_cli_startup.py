@@ -86,6 +86,21 @@ def test_a_commands_help_imports_its_module_alone(command: str) -> None:
     assert not {f"agent.cli.{m}" for m in COMMAND_MODULES} - {mine} & modules
 
 
+def test_a_mistyped_command_is_told_the_nearest_one() -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(["diagnse"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = run.stderr.splitlines()[0]
+    assert said == (
+        "dflash-doctor: error: No such command 'diagnse'. Did you mean 'diagnose'? "
+        "(see 'dflash-doctor --help')"
+    )
+    assert json.loads(run.stderr.splitlines()[-1])["code"] == 2
+
+
 def test_a_local_exec_loads_neither_ssh_nor_the_graph(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
     # The first run reads the secret formats' screen from detect-secrets and keeps it...
