@@ -58,16 +58,23 @@ def timed(argv: list[str]) -> float:
 
 
 def main() -> None:
+    with (
+        tempfile.TemporaryDirectory(prefix="startup-ws-") as ws,
+        tempfile.TemporaryDirectory(prefix="startup-state-") as state,
+    ):
+        os.environ["XDG_STATE_HOME"] = state
+        measure(Path(ws))
+
+
+def measure(ws: Path) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", type=Path, help="another checkout to compare with")
     parser.add_argument("--typer", type=Path, help="a directory holding another typer")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    ws = Path(tempfile.mkdtemp(prefix="startup-ws-"))
     (ws / "train.py").write_text("print('step 1')\n")
     log = ws / "train.log"
     log.write_text("".join(LOG_LINE.format(n=n) for n in range(1, 700))[: 64 * 1024])
-    os.environ["XDG_STATE_HOME"] = str(Path(tempfile.mkdtemp(prefix="startup-state-")))
     commands = {
         "--version": ["dflash-doctor", "--version"],
         "--help": ["dflash-doctor", "--help"],
