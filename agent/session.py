@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import secrets
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,6 +80,7 @@ class Session:
         self.ssh = ssh if ssh is not None else (config.ssh_options() if config else None)
         self.resume = resume
         self._ledger: Ledger | None = None
+        self._ledger_lock = threading.Lock()
         self._header = header or {}
         saved = self.dir / "redaction.json"
         if resume and saved.exists():
@@ -102,12 +104,14 @@ class Session:
 
     @property
     def ledger(self) -> Ledger:
-        """The session's facts (``ledger.jsonl``), opened on first use."""
-        if self._ledger is None:
-            from agent.facts import Ledger
+        """The session's facts (``ledger.jsonl``), opened on first use (once: two threads
+        asking first get the same ledger)."""
+        with self._ledger_lock:
+            if self._ledger is None:
+                from agent.facts import Ledger
 
-            self._ledger = Ledger(self.dir / "ledger.jsonl")
-        return self._ledger
+                self._ledger = Ledger(self.dir / "ledger.jsonl")
+            return self._ledger
 
     @classmethod
     def create(cls, config: SessionConfig, *, root: Path | None = None) -> Session:
