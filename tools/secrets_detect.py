@@ -443,8 +443,10 @@ def _read_kept(path: str, key: str) -> Screen | None:
     import os
     import stat
 
+    from tools.probes._common import OPEN_FLAGS
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, OPEN_FLAGS | os.O_NOFOLLOW)
     except OSError:
         return None
     try:

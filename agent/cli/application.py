@@ -122,10 +122,8 @@ class LazyCommands(typer.core.TyperGroup):
         self.commands = _Table()  # type: ignore[assignment]  # read-only: nothing adds one
 
     def list_commands(self, ctx: Any) -> list[str]:
+        # typer's own reads ``commands.items()``, which would build every command.
         return list(COMMANDS)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        return command(cmd_name) if cmd_name in COMMANDS else None
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         # The listing needs each command's help only: a bare command carries it, so
