@@ -8,6 +8,7 @@ real: the trainer is stopped, edited, restarted and its fresh log lines are read
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -184,12 +185,20 @@ def test_hook_route_fixes_the_race_without_touching_the_trainer(site: TrainerSit
 def test_process_isolation_fixes_the_race(site: TrainerSite) -> None:
     """The race emulated, one process per device: each has its own tracing flags, so
     nobody sees another's (the reference trainer's ``--workers processes``, as applied)."""
+    train_log = Path(site.train_log)
+    before = train_log.stat().st_size if train_log.exists() else 0
     tx = transaction(site, ProcessIsolation())
     outcome = tx.apply(tx.plan())
     assert outcome.status == "applied", outcome
     assert "--workers processes" in Path(site.launch_file).read_text()
     # "applied": the verification found no FX-trace error in the restarted run's lines.
     assert "started 3 worker processes" in Path(site.stdout_log).read_text()
+    # Each process trained its own device: the targets of the restarted run logged both.
+    with train_log.open("rb") as fh:
+        fh.seek(before)
+        new = [json.loads(line) for line in fh.read().splitlines() if line.strip()]
+    assert {r["device"] for r in new if r.get("role") == "target"} == {"sim:0", "sim:1"}
+    assert any(r.get("role") == "drafter" for r in new)
 
 
 @pytest.mark.parametrize(
