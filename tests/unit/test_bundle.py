@@ -80,7 +80,11 @@ class Counting:
 
 def test_incident_workspace_in_one_round_trip(tmp_path: Path) -> None:
     """Every probe for the incident's layout, one command, one result per probe."""
-    need(importlib.util.find_spec("torch") is not None, "torch", "not installed in .venv")
+    need(
+        importlib.util.find_spec("torch") is not None,
+        "torch",
+        "install the [torch] extra (make test does)",
+    )
     ws = make_workspace(tmp_path)
     t = Counting()
     spec = SweepSpec.for_workspace(str(ws), interpreter=sys.executable, torch_import=True)

@@ -79,7 +79,11 @@ def test_bad_mode() -> None:
 
 def test_installed_torch_is_intact() -> None:
     """The .venv's torch matches its RECORD (a regression here means someone edited it)."""
-    need(importlib.util.find_spec("torch") is not None, "torch", "not installed in .venv")
+    need(
+        importlib.util.find_spec("torch") is not None,
+        "torch",
+        "install the [torch] extra (make test does)",
+    )
     torch = integrity.collect({"packages": ["torch"]}, Context())["packages"][0]
     assert torch["installed"] and torch["hashed"] > 1000
     assert torch["mismatched_count"] == 0 and torch["missing_count"] == 0

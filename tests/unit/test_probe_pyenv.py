@@ -80,7 +80,11 @@ def test_unreadable_version_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_real_environment_matches_importlib() -> None:
     """On this interpreter, the versions read from files agree with importlib.metadata
     and with torch/version.py as torch itself reports it."""
-    need(importlib.util.find_spec("torch") is not None, "torch", "not installed in .venv")
+    need(
+        importlib.util.find_spec("torch") is not None,
+        "torch",
+        "install the [torch] extra (make test does)",
+    )
     from importlib.metadata import version
 
     out = pyenv.collect({}, Context())

@@ -128,7 +128,11 @@ def test_unparsable_and_missing_sources(tmp_path: Path) -> None:
 def test_installed_torch_213() -> None:
     """The .venv's torch 2.13 binds at wrap time and holds the compiling flag
     (shared/experiments/README.md's table, read from the real sources)."""
-    need(importlib.util.find_spec("torch") is not None, "torch", "not installed in .venv")
+    need(
+        importlib.util.find_spec("torch") is not None,
+        "torch",
+        "install the [torch] extra (make test does)",
+    )
     out = torch_source.collect({}, Context())
     assert out["binds_check_at_wrap"]["value"] is True
     assert out["holds_compiling_flag"]["value"] is True
