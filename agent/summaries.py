@@ -53,10 +53,15 @@ def _trainlog(v: dict[str, Any]) -> str:
             if schema.get(role) is not None
         )
         read = f"{schema.get('format')} ({fields or 'no known fields'}), "
+    speed = v.get("speed") if isinstance(v.get("speed"), dict) else {}
+    recent = speed.get("recent") if isinstance(speed.get("recent"), dict) else None
+    if recent is not None and not v.get("group_fields"):
+        said = f"speed {recent.get('value')} {speed.get('unit', '')} ({recent.get('how')}), "
+    else:
+        said = f"recent median {tp.get('recent_median')} {tp.get('unit', '')}, "
     return (
         f"{read}{v.get('records')} records, steps {steps.get('min')}–{steps.get('max')}, "
-        f"recent median {tp.get('recent_median')} {tp.get('unit', '')}, "
-        f"malformed {v.get('malformed')}"
+        f"{said}malformed {v.get('malformed')}"
     )
 
 

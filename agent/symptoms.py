@@ -151,7 +151,7 @@ def _series(fact: Fact) -> list[_Series]:
     value = _dict(fact.value)
     groups = sorted(str(g) for g in _dict(value.get("groups")))
     if not groups:
-        return [_Series(label="tokens/s", paths=(("tok_s_median",),), subject=True)]
+        return [_Series(label=found.label.partition(" (")[0], paths=(("speed",),), subject=True)]
     members = list(found.members) or [str(found.path[1])]
     label = f"{found.who}tokens/s" + (f" (sum of {len(members)} series)" if found.members else "")
     out = [

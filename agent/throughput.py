@@ -96,16 +96,35 @@ def subject(fact: Fact | None) -> Subject | None:
         else:
             found = _aggregate(LOG_KEY, "all", names, "")
     else:
-        found = Subject(
-            key=LOG_KEY,
-            label="tokens/s (recent median)",
-            who="",
-            path=("throughput", "recent_median"),
-            early=("throughput", "early_median"),
-            last_step=("steps", "max"),
-            members=(),
-        )
+        found = _speed(fact)
     return found if _number(resolve(fact, found.path)) else None
+
+
+def _speed(fact: Fact) -> Subject:
+    """A log of one series: its speed as the trainer states it (``speed`` in the
+    trainlog fact: a stated rate, the difference of a stated average since the run
+    segment began, or a running total over seconds), over its recent records."""
+    unit = resolve(fact, ("speed", "unit"))
+    field = resolve(fact, ("speed", "field"))
+    kind = resolve(fact, ("speed", "kind"))
+    records = resolve(fact, ("speed", "recent", "records"))
+    over = f"last {records} records" if isinstance(records, int) else "recent records"
+    name = str(unit) if isinstance(unit, str) else "tokens/s"
+    if kind == "stated_average" and isinstance(field, str):
+        label = f"{name} (from {field}, over the {over})"
+    elif kind == "stated" and isinstance(field, str):
+        label = f"{name} ({field}, median of the {over})"
+    else:
+        label = f"{name} (over the {over})"
+    return Subject(
+        key=LOG_KEY,
+        label=label,
+        who="",
+        path=("speed", "recent", "value"),
+        early=("speed", "early", "value"),
+        last_step=("steps", "max"),
+        members=(),
+    )
 
 
 def throughput_comparables(

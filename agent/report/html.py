@@ -81,7 +81,7 @@ def _subject_paths(fact: Fact) -> list[tuple[str, ...]] | None:
         return [("tok_s_median_by_group", g) for g in found.members]
     if found.path[0] == "groups":
         return [("tok_s_median_by_group", str(found.path[1]))]
-    return [("tok_s_median",)]
+    return [("speed",)]
 
 
 def _restart_samples(fact: Fact) -> list[dict[str, Any]]:

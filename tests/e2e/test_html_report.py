@@ -74,6 +74,7 @@ def window(
         "t_first": 0.0,
         "t_last": 0.0,
         "tok_s_median": value,
+        "speed": value,
     }
 
 
@@ -85,6 +86,12 @@ def log_fact(
     value = {
         "windows": windows,
         "throughput": {"recent_median": 100.0},
+        "speed": {
+            "kind": "stated",
+            "field": "tok/s",
+            "unit": "tokens/s",
+            "recent": {"value": 100.0},
+        },
         "steps": {"restarts": len(samples), "restart_samples": samples},
     }
     return ledger.append(Fact(probe="trainlog", target="local", value=value))

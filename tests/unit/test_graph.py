@@ -258,15 +258,21 @@ def test_a_playbook_is_offered_when_one_kind_it_answers_is_verified() -> None:
 
 def _trainlog(before: float, after: float) -> dict[str, object]:
     """A train-log fact's windows (the parser's shape): 40 at ``before`` tok/s, then 40
-    at ``after``; the first is warm-up."""
+    at ``after``; the first is warm-up. The speed is stated at each record (``tok/s``)."""
     windows = [
-        {"first_line": i + 1, "first_step": 10 * i, "last_step": 10 * i, "tok_s_median": v}
+        {"first_line": i + 1, "first_step": 10 * i, "last_step": 10 * i, "speed": v}
         for i, v in enumerate([100.0] + [before] * 40 + [after] * 40)
     ]
     return {
         "windows": windows,
         "steps": {"max": 800, "restarts": 0, "restart_samples": []},
-        "throughput": {"recent_median": after, "early_median": before},
+        "speed": {
+            "kind": "stated",
+            "field": "tok/s",
+            "unit": "tokens/s",
+            "recent": {"value": after, "records": 20},
+            "early": {"value": before},
+        },
     }
 
 

@@ -104,15 +104,17 @@ def test_eager_fallback_on_three_drafters_with_the_recompile_limit(tmp_path: Pat
 
 
 def test_a_log_without_roles_or_groups(tmp_path: Path) -> None:
-    """No role, device or rank field: one series, compared on its median over records;
-    nothing is called "drafter"."""
+    """No role, device or rank field: one series, compared on the median of its stated
+    values over a stated number of recent records; nothing is called "drafter"."""
     ledger = Ledger()
     recs = [{k: v for k, v in r.items() if k != "role"} for r in records([{}])]
     fact = trainlog_fact(tmp_path, ledger, recs)
     entries = compared(ledger, fact)
     speed = primary_entry(list(entries.values()))
     assert speed is not None and speed.key == "throughput"
-    assert speed.label == "tokens/s (recent median)"
+    recent = fact.value["speed"]["recent"]
+    assert speed.label == f"tokens/s (tok/s, median of the last {recent['records']} records)"
+    assert recent["records"] < fact.value["records"]
     assert speed.current_value == pytest.approx(SLOW)
     assert speed.baseline_value == pytest.approx(GOOD)
     assert "drafter" not in " ".join(d.label for d in entries.values())

@@ -269,17 +269,19 @@ RUN_SUMMARY_KEYS = ("train_loss", "train_runtime", "total_flos")
 
 
 def trainer_state_records(
-    doc: Any,
+    doc: Any, positions: list[int] | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int, dict[str, Any]]:
     """``trainer_state.json``'s ``log_history`` split into training-step records, run
     summaries and a count of evaluation entries, with the state's own step counters.
-    Raises ValueError when ``doc`` is not a trainer state."""
+    ``positions``, when given, gets each step record's place in ``log_history``
+    (1-based): what a figure cites in a document that has no lines. Raises ValueError
+    when ``doc`` is not a trainer state."""
     if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
         raise ValueError("not a trainer state: no log_history list")
     steps: list[dict[str, Any]] = []
     summaries: list[dict[str, Any]] = []
     evals = 0
-    for entry in doc["log_history"]:
+    for place, entry in enumerate(doc["log_history"], 1):
         if not isinstance(entry, dict):
             continue
         if "loss" not in entry and any(k in entry for k in RUN_SUMMARY_KEYS):
@@ -288,6 +290,8 @@ def trainer_state_records(
             evals += 1
         else:
             steps.append(entry)
+            if positions is not None:
+                positions.append(place)
     state = {
         k: doc[k]
         for k in (

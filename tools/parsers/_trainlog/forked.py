@@ -114,8 +114,17 @@ def shift_lines(summ: Summarizer, delta: int | None) -> None:
     ):
         move(d)
         move(d, "first_line")
+        move(d, "last_line")
+    for d in summ.windows:
+        for key in ("speed_from", "speed_to"):
+            if isinstance(d.get(key), dict):
+                move(d[key])
+    summ.speed.shift_lines(delta)
+    summ.win_speed.shift_lines(delta)
     if summ.win.first_line is not None:
         summ.win.first_line = None if delta is None else summ.win.first_line + delta
+    if summ.win.last_line is not None:
+        summ.win.last_line = None if delta is None else summ.win.last_line + delta
     for grp in [summ.all, *summ.groups.values()]:
         st = grp.steps
         for d in st.restart_samples:
@@ -207,5 +216,6 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
     summ.intervals.absorb(other.intervals)
     summ.gaps.absorb(other.gaps)
     summ.windows.extend(other.windows)
+    summ.speed.absorb(other.speed)
     if other.last_records:
         summ.last_records = other.last_records

@@ -44,6 +44,9 @@ def schema(summ: Summarizer) -> dict[str, Any]:
             else "fields of " + ", ".join(GROUP_ALIASES) + " in the first record"
         )
     used = {k for k in summ.keys.values() if k} | set(summ.group_keys or ())
+    if summ.speed.field:
+        used.add(summ.speed.field)
+        why["speed"] = "{}: {}".format(summ.speed.kind, summ.speed.how)
     unit = next((u for u, sc in UNIT_SCALE.items() if sc == summ.scale), f"x{summ.scale} tok/s")
     return {
         "format": summ.fmt,
@@ -139,6 +142,7 @@ def result(summ: Summarizer) -> dict[str, Any]:
         "window_records": summ.window_size,
         "decoder": values.DECODER,
         "windows": summ.windows,
+        "speed": summ.speed.summary(early),
         "last_records": [clip_record(d) for d in summ.last_records],
     }
 

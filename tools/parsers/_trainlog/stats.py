@@ -112,6 +112,7 @@ class Window:
         "by_group",
         "first_line",
         "first_step",
+        "last_line",
         "last_step",
         "loss",
         "n",
@@ -122,6 +123,7 @@ class Window:
 
     def __init__(self) -> None:
         self.first_line: int | None = None
+        self.last_line: int | None = None
         self.first_step: float | None = None
         self.last_step: float | None = None
         self.n = 0
@@ -134,6 +136,7 @@ class Window:
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "first_line": self.first_line,
+            "last_line": self.last_line,
             "first_step": self.first_step,
             "last_step": self.last_step,
             "records": self.n,

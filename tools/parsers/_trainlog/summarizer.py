@@ -26,6 +26,7 @@ from .fields import (
     lookup,
     scale_of,
 )
+from .speed import AVERAGE_FIELDS, AVERAGE_UNITS, Point, Precision, Speed, WindowSpeed
 from .stats import Sample, Top, Window, median
 from .steps import Steps
 from .values import (
@@ -130,6 +131,11 @@ class Summarizer:
         self.gaps = Top(SAMPLES)
         self.windows: list[dict[str, Any]] = []
         self.win = Window()
+        self.speed = Speed()
+        self.win_speed = WindowSpeed(None)
+        self.derive_cols: tuple[list[Any], list[Any]] | None = None
+        self.rate_precision = Precision()
+        self.secs_precision = Precision()
         self.last_records: deque[dict[str, Any]] = deque(maxlen=3)
 
     # -- damage -------------------------------------------------------------------
@@ -329,12 +335,15 @@ class Summarizer:
             and not toks.full
             and toks.vals.count(None) == n
             and (self.keys["throughput"] is None or self.derived is not None)
+            and self.speed.kind != "stated_average"
+            and not (self.speed.kind is None and self.average_field(recs))
         ):
             self.derive_offsets = offsets
             derived = self.derive(recs, lines, steps, times, groups)
             if derived is not None:
                 toks = derived
         self.time_batch(times, lines, offsets)
+        points = self.speed_points(recs, lines, steps, toks) if groups is None else None
         self.series(self.all, steps if groups is None else None, toks, losses, lines, offsets)
         parts: dict[str, list[int]] = groups or {}
         for g, idx in parts.items():
@@ -358,6 +367,10 @@ class Summarizer:
         while i < n:
             j = i + min(n - i, self.window_size - self.win.n)
             self.window(i, j, lines, steps, toks, losses, times, parts)
+            if points is not None:
+                for p in points[i:j]:
+                    if p is not None:
+                        self.win_speed.add(p)
             if self.win.n >= self.window_size:
                 self.close_window()
             i = j
@@ -374,6 +387,7 @@ class Summarizer:
         a running total over the time between records, or one step's tokens over its
         step time (else over the time since the record before, times the steps between)."""
         tokens = numbers(self.column("tokens", recs, lines, self.derive_offsets))
+        self.derive_cols = None
         if tokens.vals.count(None) == len(recs):
             return None
         step_time = numbers(self.column("step_time", recs, lines, self.derive_offsets))
@@ -383,6 +397,7 @@ class Summarizer:
             clock = numbers(self.column("elapsed", recs, lines, self.derive_offsets))
             clock_name = self.keys["elapsed"]
         name = self.keys["tokens"] or ""
+        self.derive_cols = (tokens.vals, clock.vals)
         if self.cumulative is None:
             if name in CUMULATIVE_TOKENS:
                 self.cumulative = True
@@ -469,6 +484,7 @@ class Summarizer:
         w = self.win
         if not w.n:
             w.first_line = lines[i]
+        w.last_line = lines[j - 1]
         w.n += j - i
         vals = steps.part(i, j).present()[0]
         if vals:
@@ -528,12 +544,87 @@ class Summarizer:
 
     def close_window(self) -> None:
         if self.win.n:
-            self.windows.append(self.win.summary())
+            doc = self.win.summary()
+            doc.update(self.win_speed.summary(self.speed.kind))
+            self.windows.append(doc)
+        old = self.win_speed
+        self.win_speed = WindowSpeed(old.last or old.anchor)
         self.win = Window()
+
+    # -- the speed ----------------------------------------------------------------
+    def average_field(self, recs: list[dict[str, Any]]) -> str | None:
+        """The first of ``AVERAGE_FIELDS`` the batch's records hold."""
+        for name, _ in AVERAGE_FIELDS:
+            if any(name in d for d in recs):
+                return name
+        return None
+
+    def speed_points(
+        self, recs: list[dict[str, Any]], lines: list[int | None], steps: Col, toks: Col
+    ) -> list[Point | None] | None:
+        """The batch's records as the speed's points (``speed.Speed``), its source
+        chosen on the first batch that has one: a stated rate, a stated average since
+        the segment began with its seconds, or a running total over seconds."""
+        sp = self.speed
+        n = len(recs)
+        if sp.kind is None:
+            average = self.average_field(recs)
+            if any(v is not None for v in toks.vals) and self.derived is None:
+                field = self.keys["throughput"] or "throughput"
+                sp.source("stated", field, "tokens/s", f"{field} as stated at each record")
+            elif average is not None:
+                sp.source(
+                    "stated_average",
+                    average,
+                    AVERAGE_UNITS[average],
+                    f"difference of {average} x {{elapsed}} over difference of {{elapsed}}",
+                )
+            elif self.derived is not None:
+                kind = "derived" if self.cumulative and self.derive_cols else "derived_values"
+                tokens, how = str(self.derived["tokens"]), str(self.derived["how"])
+                sp.source(kind, tokens, "tokens/s", how)
+            else:
+                return None
+        step_vals = steps.vals
+        out: list[Point | None] = []
+        if sp.kind in ("stated", "derived_values"):
+            for k in range(n):
+                v = toks.vals[k]
+                out.append(sp.point(lines[k], step_vals[k], v, None, None))
+            return out
+        if sp.kind == "stated_average":
+            assert sp.field is not None
+            rates = numbers([d.get(sp.field) for d in recs]).vals
+            secs = numbers(self.column("elapsed", recs, lines, None)).vals
+            elapsed = self.keys["elapsed"] or "elapsed"
+            if "{elapsed}" in sp.how:
+                sp.how = sp.how.replace("{elapsed}", elapsed)
+            self.rate_precision.learn(rates)  # type: ignore[arg-type]
+            self.secs_precision.learn(secs)  # type: ignore[arg-type]
+            for k in range(n):
+                r, t = rates[k], secs[k]
+                if r is None or t is None:
+                    out.append(None)  # a record without the pair (an evaluation's, say)
+                    continue
+                err = abs(t) * self.rate_precision.bound(r) + abs(r) * self.secs_precision.bound(t)
+                out.append(sp.point(lines[k], step_vals[k], None, r * t, t, err))
+            return out
+        if sp.kind == "derived" and self.derive_cols is not None:
+            counts, clock = self.derive_cols
+            for k in range(n):
+                c, t = counts[k], clock[k]
+                if c is None or t is None:
+                    out.append(None)
+                    continue
+                out.append(sp.point(lines[k], step_vals[k], None, c, t, 0.0))
+            return out
+        return None
 
     def break_continuity(self) -> None:
         """Between head and tail: what lies between was not seen, so no restart/gap."""
         self.close_window()
+        self.win_speed = WindowSpeed(None)
+        self.speed.gap()
         self.prev_t = None
         for grp in [self.all, *self.groups.values()]:
             grp.steps.last = None

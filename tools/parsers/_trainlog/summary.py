@@ -37,6 +37,7 @@ def _trainer_state(
     summaries: list[dict[str, Any]] = []
     evals = 0
     state: dict[str, Any] = {}
+    positions: list[int] = []
     problem = None
     f.seek(0)
     data = f.read(max_scan + 1)
@@ -44,7 +45,9 @@ def _trainer_state(
         problem = "too_large"
     else:
         try:
-            steps, summaries, evals, state = logformats.trainer_state_records(loads(data))
+            steps, summaries, evals, state = logformats.trainer_state_records(
+                loads(data), positions
+            )
         except RecursionError:
             problem = TOO_DEEP
         except json.JSONDecodeError as exc:
@@ -57,12 +60,18 @@ def _trainer_state(
     summ = Summarizer(fields, scale, window, max_values, "trainer_state")
     if problem is not None:
         summ.bad(problem, None, 0, data[:SAMPLE_BYTES])
-    summ.batch(steps, [None] * len(steps), [0] * len(steps))
+    # A record's "line" is its place in log_history (1-based): the document has no
+    # lines a figure could cite (``line_unit``).
+    lines: list[int | None] = (
+        list(positions) if len(positions) == len(steps) else [None] * len(steps)
+    )
+    summ.batch(steps, lines, [0] * len(steps))
     out = result(summ)
     out["schema"]["why"]["format"] = "a JSON document with a log_history (Trainer's state)"
     out["trainer_state"] = {k: clip_value(v) for k, v in state.items()}
     out["run_summaries"] = [clip_record(d) for d in summaries[-SAMPLES:]]
     out["eval_records"] = evals
+    out["line_unit"] = "log_history entry"
     out["size"] = size
     out["coverage"] = {
         "mode": "full" if problem != "too_large" else "none",

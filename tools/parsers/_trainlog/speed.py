@@ -1,0 +1,370 @@
+"""The run's speed, read the way its trainer states it, per run segment.
+
+Which figure is the speed, in this order:
+
+- ``stated``: a field that holds a rate at each record (``tok/s``, Lightning's
+  ``throughput/tokens_per_sec``): a window's figure is the median of the stated values;
+- ``stated_average``: Hugging Face ``Trainer``'s ``train_tokens_per_second`` (then
+  ``train_samples_per_second``, ``train_steps_per_second``), which is no rate at a step
+  but an average since the run segment began (``speed_metrics``: the count since the
+  segment's ``start_time`` over ``train_runtime``, the seconds since then). Its count is
+  ``rate × train_runtime``, and a window's rate is the correct difference of those counts
+  over the difference of ``train_runtime``, within one segment;
+- ``derived``: a running token total over seconds (timestamps or seconds since start),
+  differenced the same way.
+
+A *run segment* is a stretch of records from one process: it ends where the seconds or
+the count go back (``train_runtime`` restarts at a resume) or the step goes back or
+repeats. A difference never crosses a segment: across one, the counters of two processes
+would be subtracted. So the first record of a segment opens a span but has no rate of its
+own.
+
+Windows and the recent figure say what they were computed from: record lines, steps, and
+for a difference the two counts and clocks, so that anyone can recompute a figure from
+two lines of the log and a subtraction.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, NamedTuple
+
+# Stated averages since the segment began (Trainer's speed_metrics), best first, with the
+# unit each is in.
+AVERAGE_FIELDS = (
+    ("train_tokens_per_second", "tokens/s"),
+    ("train_samples_per_second", "samples/s"),
+    ("train_steps_per_second", "steps/s"),
+)
+AVERAGE_UNITS = dict(AVERAGE_FIELDS)
+RECENT_MAX = 50  # records the recent figure may span, at most
+RECENT_SHARE = 4  # and a quarter of the last segment's records, at least RECENT_MIN
+RECENT_MIN = 3
+MAX_SEGMENTS = 64
+# A difference of two rounded counts is only as good as their rounding: a window whose
+# bound on the error is more than this share of its rate has no figure (a console that
+# prints 4 significant digits, differenced over a short span, says nothing).
+MAX_REL_ERROR = 0.2
+
+
+class Point(NamedTuple):
+    """One record as the speed sees it."""
+
+    line: int | None
+    step: float | None
+    value: float | None  # a stated rate (``stated``), else None
+    total: float | None  # a count since some origin (``stated_average``, ``derived``)
+    seconds: float | None  # the clock that count runs against
+    err: float  # bound on the count's rounding error
+    segment: int
+
+
+def _digits(value: float) -> tuple[int, int]:
+    """(significant digits, exponent of the last one) of ``value`` as written."""
+    text = repr(float(value)).lower()
+    mant, _, exp = text.partition("e")
+    mant = mant.lstrip("-")
+    whole, _, frac = mant.partition(".")
+    frac = frac.rstrip("0")
+    try:
+        shift = int(exp) if exp else 0
+    except ValueError:
+        shift = 0
+    if not frac:  # 10880.0 (a console's 1.088e+04): its trailing zeros show nothing
+        stripped = whole.rstrip("0")
+        shift += len(whole) - len(stripped)
+        whole = stripped
+    digits = (whole + frac).lstrip("0") or "0"
+    return len(digits), shift - len(frac)
+
+
+class Precision:
+    """How finely a trainer writes one field, learnt from its values: a value's own
+    text understates it (``1.0`` from a field rounded to 4 decimals), so the bound on a
+    value's rounding is half a unit in the finest decimal place the field has shown,
+    or in its last significant digit if the field keeps a fixed count of them (a
+    console's ``f"{v:.4g}"``), whichever is coarser."""
+
+    def __init__(self) -> None:
+        self.sig = 0  # most significant digits seen
+        self.place: int | None = None  # finest decimal place seen (exponent)
+
+    def learn(self, vals: list[float]) -> None:
+        for v in vals:
+            if isinstance(v, float) and math.isfinite(v) and v:
+                sig, place = _digits(v)
+                self.sig = max(self.sig, sig)
+                self.place = place if self.place is None else min(self.place, place)
+
+    def bound(self, value: float) -> float:
+        if isinstance(value, int) or not value or not math.isfinite(value):
+            return 0.0
+        sig, place = _digits(value)
+        finest = place if self.place is None else min(place, self.place)
+        lead = place + sig - 1  # exponent of the value's leading digit
+        by_sig = lead - max(self.sig, sig) + 1
+        return 0.5 * 10.0 ** max(finest, by_sig)
+
+
+def _point_doc(p: Point) -> dict[str, Any]:
+    out: dict[str, Any] = {"line": p.line, "step": p.step}
+    if p.total is not None:
+        out["count"] = p.total
+        out["seconds"] = p.seconds
+    else:
+        out["value"] = p.value
+    return out
+
+
+def span_rate(first: Point, last: Point) -> tuple[float, float] | None:
+    """(rate, bound on its error) from ``first`` to ``last`` of one segment."""
+    if (
+        first.total is None
+        or last.total is None
+        or first.seconds is None
+        or last.seconds is None
+        or first.segment != last.segment
+        or last.seconds <= first.seconds
+    ):
+        return None
+    dt = last.seconds - first.seconds
+    return (last.total - first.total) / dt, (first.err + last.err) / dt
+
+
+def _moved(p: Point | None, delta: int | None) -> Point | None:
+    if p is None or p.line is None:
+        return p
+    return p._replace(line=None if delta is None else p.line + delta)
+
+
+class Speed:
+    """The speed's source, segments and recent records, in bounded memory."""
+
+    def __init__(self) -> None:
+        self.kind: str | None = None  # stated | stated_average | derived
+        self.field: str | None = None
+        self.unit = "tokens/s"
+        self.how = ""
+        self.prev: Point | None = None
+        self.segment = 0
+        self.segments: list[dict[str, Any]] = []
+        self.seg_records = 0
+        self.recent: deque[Point] = deque(maxlen=RECENT_MAX)
+        self.pending: str | None = None
+        self.seen = 0
+
+    def gap(self) -> None:
+        """A part of the log between here and the next record was not read: no
+        difference spans it."""
+        self.prev = None
+        self.pending = "a part of the log between was not read"
+
+    def source(self, kind: str, field: str, unit: str, how: str) -> None:
+        if self.kind is None:
+            self.kind, self.field, self.unit, self.how = kind, field, unit, how
+
+    def point(
+        self,
+        line: int | None,
+        step: float | None,
+        value: float | None,
+        count: float | None,
+        seconds: float | None,
+        err: float = 0.0,
+    ) -> Point:
+        """The record as a point, opening a new segment where the counters or the step
+        went back."""
+        # NaN or an infinity is no speed (the summary counts them as damage); a count
+        # or clock that is not finite opens no span.
+        if value is not None and not math.isfinite(value):
+            value = None
+        if count is not None and seconds is not None and not math.isfinite(count + seconds):
+            count = seconds = None
+        prev = self.prev
+        why = None
+        if prev is None:
+            why = self.pending or "the log's first record"
+            self.pending = None
+        elif step is not None and prev.step is not None and step <= prev.step:
+            why = "the step went back" if step < prev.step else "the step repeated"
+        elif seconds is not None and prev.seconds is not None and seconds < prev.seconds:
+            why = "the seconds counter went back"
+        elif count is not None and prev.total is not None and count < prev.total:
+            why = "the count went back"
+        if why is not None:
+            if self.seen:
+                self.segment += 1
+            self.seg_records = 0
+            if len(self.segments) < MAX_SEGMENTS:
+                self.segments.append(
+                    {"first_line": line, "first_step": step, "why": why, "records": 0}
+                )
+        p = Point(line, step, value, count, seconds, err, self.segment)
+        self.seen += 1
+        self.seg_records += 1
+        if len(self.segments) == self.segment + 1:
+            seg = self.segments[-1]
+            seg["records"] += 1
+            seg["last_line"], seg["last_step"] = line, step
+        self.recent.append(p)
+        self.prev = p
+        return p
+
+    def recent_figure(self) -> dict[str, Any] | None:
+        """The last K records of the last segment (K: a quarter of its records, at least
+        ``RECENT_MIN``, at most ``RECENT_MAX``), and the figure over them."""
+        if self.prev is None or self.kind is None:
+            return None
+        last = [p for p in self.recent if p.segment == self.prev.segment]
+        k = min(len(last), max(RECENT_MIN, min(RECENT_MAX, self.seg_records // RECENT_SHARE)))
+        pts = last[-k:]
+        if not pts:
+            return None
+        doc: dict[str, Any] = {
+            "records": len(pts),
+            "first_line": pts[0].line,
+            "last_line": pts[-1].line,
+            "first_step": pts[0].step,
+            "last_step": pts[-1].step,
+        }
+        if self.kind == "stated":
+            vals = sorted(p.value for p in pts if p.value is not None)
+            if not vals:
+                return None
+            mid = len(vals) // 2
+            value = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+            doc.update(value=value, how=f"median of {self.field} over the last {len(pts)} records")
+            return doc
+        rate = span_rate(pts[0], pts[-1])
+        if rate is None:
+            return None
+        doc.update(
+            value=rate[0],
+            error=rate[1],
+            how=f"{self.how}, from the first to the last of the last {len(pts)} records",
+            first=_point_doc(pts[0]),
+            last=_point_doc(pts[-1]),
+        )
+        return doc
+
+    def shift_lines(self, delta: int | None) -> None:
+        """Renumber a piece read on its own (``forked.shift_lines``)."""
+        for seg in self.segments:
+            for key in ("first_line", "last_line"):
+                if seg.get(key) is not None:
+                    seg[key] = None if delta is None else seg[key] + delta
+        self.recent = deque((_moved(p, delta) for p in self.recent), maxlen=RECENT_MAX)  # type: ignore[misc]
+        self.prev = _moved(self.prev, delta)
+
+    def absorb(self, other: Speed) -> None:
+        """Append ``other`` (the records after these; a forked read's next piece)."""
+        if self.kind is None:
+            self.kind, self.field, self.unit, self.how = (
+                other.kind,
+                other.field,
+                other.unit,
+                other.how,
+            )
+        shift = self.segment + 1 if self.prev is not None else 0
+        segs = list(other.segments)
+        if self.prev is not None and segs and segs[0]["why"] == "the log's first record":
+            # The piece's first record only starts a segment if it went back.
+            first = other.recent[0] if other.recent else None
+            if first is not None and first.segment == 0:
+                self.segments[-1]["records"] += segs[0]["records"]
+                self.segments[-1]["last_line"] = segs[0].get("last_line")
+                self.segments[-1]["last_step"] = segs[0].get("last_step")
+                segs = segs[1:]
+                shift -= 1
+        self.segments.extend(segs[: MAX_SEGMENTS - len(self.segments)])
+        self.recent.extend(p._replace(segment=p.segment + shift) for p in other.recent)
+        if other.prev is not None:
+            self.prev = other.prev._replace(segment=other.prev.segment + shift)
+            self.segment = self.prev.segment
+            self.seg_records = other.seg_records
+
+    def summary(self, early: list[dict[str, Any]]) -> dict[str, Any]:
+        """The speed's part of the summary; ``early``: the log's early windows
+        (``result.early_windows``), whose median is the early baseline."""
+        vals = [w["speed"] for w in early if w.get("speed") is not None]
+        vals.sort()
+        mid = len(vals) // 2
+        early_value = (
+            None if not vals else vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+        )
+        return {
+            "kind": self.kind,
+            "field": self.field,
+            "unit": self.unit,
+            "how": self.how or None,
+            "window_how": (
+                "median of the stated values of the window's records"
+                if self.kind == "stated"
+                else "difference of the counts over the difference of the seconds, from"
+                " the window's first record (or the segment's last before it) to its last,"
+                " within one run segment"
+                if self.kind is not None
+                else None
+            ),
+            "segments": self.segments,
+            "segment_count": self.segment + 1 if self.prev is not None else 0,
+            "recent": self.recent_figure(),
+            "early": {
+                "value": early_value,
+                # early_windows: windows[1 : 1 + n/4]
+                "windows": [1, len(early)] if early else None,
+                "how": "median of the windows' speed over windows 2 to 1+n/4 of the log's n"
+                " (the first is warm-up)",
+            },
+        }
+
+
+class WindowSpeed:
+    """What a window keeps of the speed: the stated values, or the first and last point
+    of its last segment (the span its rate is taken over)."""
+
+    __slots__ = ("anchor", "last", "vals")
+
+    def __init__(self, anchor: Point | None) -> None:
+        self.anchor = anchor  # the segment's last point before this window, if any
+        self.last: Point | None = None
+        self.vals: list[float] = []
+
+    def shift_lines(self, delta: int | None) -> None:
+        self.anchor = _moved(self.anchor, delta)
+        self.last = _moved(self.last, delta)
+
+    def add(self, p: Point) -> None:
+        if p.value is not None:
+            self.vals.append(p.value)
+        if p.total is None:
+            return
+        if self.anchor is None or self.anchor.segment != p.segment:
+            self.anchor = p
+        self.last = p
+
+    def summary(self, kind: str | None) -> dict[str, Any]:
+        if kind == "stated":
+            vals = sorted(self.vals)
+            if not vals:
+                return {"speed": None}
+            mid = len(vals) // 2
+            return {"speed": vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2}
+        if self.anchor is None or self.last is None:
+            return {"speed": None}
+        rate = span_rate(self.anchor, self.last)
+        out: dict[str, Any] = {
+            "speed_from": _point_doc(self.anchor),
+            "speed_to": _point_doc(self.last),
+        }
+        if rate is None or (rate[0] > 0 and rate[1] > MAX_REL_ERROR * rate[0]) or rate[0] <= 0:
+            out["speed"] = None
+            if rate is not None:
+                out["speed_error"] = rate[1]
+            return out
+        out["speed"] = rate[0]
+        out["speed_error"] = rate[1]
+        return out
