@@ -162,14 +162,18 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
     )
     if verified:
         verdict = "fault_found"
-    elif layer.unexplained(explained) and not any(
-        _for_lack_of_facts(h) and h.kind in layer.EXPLAINS_DROP for h in checked
+    elif layer.broken(explained) or (
+        layer.unexplained(explained)
+        and not any(_for_lack_of_facts(h) and h.kind in layer.EXPLAINS_DROP for h in checked)
     ):
-        # The run got slower and nothing known explains it: that is the answer, never
-        # "no fault found". While a family that would explain it is open for lack of
-        # facts, the evidence is what is missing (below), not an explanation.
+        # The run got slower (or its loss broke) and nothing known explains it: that is
+        # the answer, never "no fault found". While a family that would explain a drop
+        # is open for lack of facts, the evidence is what is missing, not an explanation.
         verdict = "unexplained_symptom"
-    elif any(_for_lack_of_facts(h) for h in checked):
+    elif any(_for_lack_of_facts(h) for h in checked) or not layer.observed_healthy(explained):
+        # "No fault found" is a claim too: it needs the run's speed observed and holding.
+        # A speed never observed, too few windows to tell, or a drop too short to
+        # confirm leaves the evidence insufficient (the symptoms say what would decide).
         verdict = "insufficient_evidence"
     else:
         verdict = "no_fault_found"

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.claims import (
     AtLeast,
+    AtMost,
     Claim,
     ClaimVerdict,
     PathPart,
@@ -47,7 +48,15 @@ from agent.facts import Fact, Ledger
 from agent.hypotheses import status_of
 from agent.throughput import subject
 
-SymptomKind = Literal["throughput_drop", "throughput_rise", "throughput_steady", "restarted"]
+SymptomKind = Literal[
+    "throughput_drop",
+    "throughput_rise",
+    "throughput_steady",
+    "throughput_possible_drop",
+    "speed_unobserved",
+    "loss_nonfinite",
+    "restarted",
+]
 
 DROP = 0.8  # after/before below this: a drop
 RISE = 1.25  # at least this: a rise
@@ -96,6 +105,9 @@ class Symptom(BaseModel):
     began_step: float | None = None
     ratio: float | None = None
     explained_by: tuple[str, ...] = ()
+    # What a headline adds from the fact (why a drop is not confirmed, what would make
+    # the speed observable, the loss's value): text the symptom's own numbers gave.
+    note: str = ""
 
     def unsteady(self) -> str:
         """For a refuted steady claim, which way the last quarter moved: a climb once
@@ -109,6 +121,15 @@ class Symptom(BaseModel):
             return f"{self.series} fell to {self.ratio:.2f}×{where}"
         if self.kind == "throughput_rise":
             return f"{self.series} rose to {self.ratio:.2f}×{where}"
+        if self.kind == "throughput_possible_drop":
+            return (
+                f"{self.series}: possible drop to {self.ratio:.2f}×{where}, not confirmed"
+                f" ({self.note})"
+            )
+        if self.kind == "speed_unobserved":
+            return f"the run's speed is not observed: {self.note}"
+        if self.kind == "loss_nonfinite":
+            return f"the loss is {self.note}{where}"
         if self.kind == "throughput_steady":
             if self.status == "refuted":
                 return (
@@ -276,6 +297,10 @@ def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
     skip = {0}
     samples = _dict(_dict(fact.value).get("steps")).get("restart_samples") or []
     lines = [s.get("line") for s in samples if isinstance(s, dict)]
+    # A run segment's start (a resume whose steps go on, ``train_runtime`` restarting)
+    # is a start too; the log's first segment is window 0's.
+    segments = _dict(_dict(fact.value).get("speed")).get("segments") or []
+    lines += [s.get("first_line") for s in segments[1:] if isinstance(s, dict)]
     firsts = [w.get("first_line") if isinstance(w, dict) else None for w in windows]
     for line in lines:
         if not isinstance(line, int):
@@ -285,6 +310,36 @@ def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
             skip.add(max(holding))
             skip.add(max(holding) + 1)
     return skip
+
+
+POSSIBLE_LEAST = 2  # windows on each side of a drop that is possible, not confirmed
+
+
+def _possible_drop(values: Sequence[float]) -> tuple[int, float] | None:
+    """A drop too short or too few windows long to be sustained (``change_points``),
+    yet plain: (k, ratio) where every window from ``k`` on is below the median before it
+    and their median is below ``DROP`` times that. A run that slowed in its last few
+    records is said to have possibly slowed, never to be fine."""
+    ys = [math.log(v) for v in values]
+    k = _split(ys, POSSIBLE_LEAST)
+    if k is None:
+        return None
+    before, after = values[:k], values[k:]
+    ratio = statistics.median(after) / statistics.median(before)
+    if ratio >= DROP or max(after) >= statistics.median(before):
+        return None
+    return k, ratio
+
+
+def _unconfirmed(k: int, n: int) -> str:
+    """Why a possible drop is not a confirmed one, in the terms ``change_points`` uses."""
+    least = max(MIN_WINDOWS, n // LEAST_SHARE)
+    if min(k, n - k) < least:
+        return (
+            f"{n - k} window(s) after it and {k} before; a sustained change needs {least}"
+            " on each side"
+        )
+    return "the windows on either side do not differ beyond chance (Mann-Whitney p ≥ 0.001)"
 
 
 def _ratio(
@@ -331,7 +386,9 @@ def find(fact: Fact | None) -> list[Symptom]:
     skip = _warm_up(windows, fact)
     for series in _series(fact):
         points = [(i, v) for i, v in _points(windows, series.paths) if i not in skip]
-        if len(points) < STEADY_MIN or (len(points) < 2 * MIN_WINDOWS and not series.subject):
+        if len(points) < 2 * POSSIBLE_LEAST or (
+            len(points) < 2 * MIN_WINDOWS and not series.subject
+        ):
             continue
         idx = [i for i, _ in points]
         values = [v for _, v in points]
@@ -360,7 +417,28 @@ def find(fact: Fact | None) -> list[Symptom]:
                     claims=(_ratio(ref, series, (before, after), DROP if drop else RISE, drop),),
                 )
             )
-        if not cuts and series.subject:
+        possible = _possible_drop(values) if not cuts and series.subject else None
+        if possible is not None:
+            k, ratio = possible
+            began = _began(fact, windows, idx[k - 1], idx[k])
+            window = windows[idx[k]]
+            step = window.get("first_step") if isinstance(window, dict) else None
+            out.append(
+                Symptom(
+                    kind="throughput_possible_drop",
+                    series=series.label,
+                    subject=True,
+                    step=step if isinstance(step, int | float) else None,
+                    began=began[0] if began else None,
+                    began_step=began[1] if began else None,
+                    ratio=ratio,
+                    note=_unconfirmed(k, len(values)),
+                    claims=(
+                        _ratio(ref, series, ((idx[0], idx[k - 1]), (idx[k], idx[-1])), DROP, True),
+                    ),
+                )
+            )
+        elif not cuts and series.subject and len(points) >= STEADY_MIN:
             quarter = max(2, len(points) // 4)
             whole = (idx[0], idx[-1])
             recent = (idx[-quarter], idx[-1])
@@ -375,6 +453,9 @@ def find(fact: Fact | None) -> list[Symptom]:
                     ),
                 )
             )
+    if subject(fact) is None or not any(s.subject for s in _series(fact)):
+        out.append(_speed_unobserved(fact))
+    out += _loss_nonfinite(fact)
     steps = _dict(value.get("steps"))
     restarts = steps.get("restarts")
     if isinstance(restarts, int) and restarts > 0:
@@ -401,6 +482,115 @@ def find(fact: Fact | None) -> list[Symptom]:
             )
         )
     return out
+
+
+def speed_hint(value: dict[str, Any]) -> str:
+    """What would make a run's speed observable, by what its log shows of its trainer."""
+    fmt = value.get("format")
+    seen = {str(k) for k in value.get("keys_seen") or ()}
+    if fmt == "trainer_state" or {"grad_norm", "learning_rate", "epoch"} <= seen:
+        return (
+            "Hugging Face Trainer logs its speed with include_num_input_tokens_seen=True"
+            " (train_tokens_per_second at each logging step)"
+        )
+    if fmt == "csv":
+        return (
+            "Lightning logs it with the ThroughputMonitor callback"
+            " (throughput/tokens_per_sec); or a tokens/s or a timestamp column"
+        )
+    return (
+        "a tokens/s field, or a running token count with a timestamp, in each record"
+        " (or name them in the profile's log_fields)"
+    )
+
+
+def _speed_unobserved(fact: Fact) -> Symptom:
+    value = _dict(fact.value)
+    have = _dict(value.get("speed")).get("windows_with_speed")
+    counted = isinstance(have, int) and have > 0
+    note = (
+        f"{have} window(s) with a speed, too few to tell a trend; {speed_hint(value)}"
+        if counted
+        else speed_hint(value)
+    )
+    return Symptom(
+        kind="speed_unobserved",
+        series="speed",
+        subject=True,
+        note=note,
+        claims=(
+            Claim(
+                predicate=AtMost(
+                    a=Ref(
+                        fact=fact.id,
+                        path=("speed", "windows_with_speed"),
+                        label="train-log windows with a speed",
+                    ),
+                    value=(have if counted else 0),
+                )
+            ),
+        ),
+    )
+
+
+def _loss_nonfinite(fact: Fact) -> list[Symptom]:
+    loss = _dict(_dict(fact.value).get("loss"))
+    first = _dict(loss.get("first_nonfinite"))
+    count = loss.get("nonfinite")
+    if not isinstance(count, int) or count < 1:
+        return []
+    step = first.get("step")
+    return [
+        Symptom(
+            kind="loss_nonfinite",
+            series="loss",
+            subject=False,
+            step=step if isinstance(step, int | float) else None,
+            began=Ref(fact=fact.id, path=("loss", "first_nonfinite", "step"), label="step")
+            if isinstance(step, int | float)
+            else None,
+            began_step=step if isinstance(step, int | float) else None,
+            note=f"{first.get('value', 'not finite')} in {count} record(s), first",
+            claims=(
+                Claim(
+                    predicate=AtLeast(
+                        a=Ref(
+                            fact=fact.id,
+                            path=("loss", "nonfinite"),
+                            label="records whose loss is NaN or infinite",
+                        ),
+                        value=1,
+                    )
+                ),
+            ),
+        )
+    ]
+
+
+def observed_healthy(symptoms: Sequence[Symptom]) -> bool:
+    """The judged speed was observed and held: a verified steady or rise, or a last
+    quarter that climbed (compiling done), and no possible drop or broken loss."""
+    ok = any(
+        s.subject
+        and (
+            (s.kind in ("throughput_steady", "throughput_rise") and s.status == "verified")
+            or (
+                s.kind == "throughput_steady"
+                and s.status == "refuted"
+                and s.unsteady() == "climbed"
+            )
+        )
+        for s in symptoms
+    )
+    return ok and not any(
+        s.status == "verified" and s.kind in ("throughput_possible_drop", "loss_nonfinite")
+        for s in symptoms
+    )
+
+
+def broken(symptoms: Sequence[Symptom]) -> list[Symptom]:
+    """Verified symptoms that are faults whatever the speed: a loss gone NaN or infinite."""
+    return [s for s in symptoms if s.kind == "loss_nonfinite" and s.status == "verified"]
 
 
 def check_all(symptoms: Sequence[Symptom], ledger: Ledger) -> list[Symptom]:

@@ -120,6 +120,8 @@ def shift_lines(summ: Summarizer, delta: int | None) -> None:
             if isinstance(d.get(key), dict):
                 move(d[key])
     summ.speed.shift_lines(delta)
+    if summ.loss_first_nonfinite is not None:
+        move(summ.loss_first_nonfinite)
     summ.win_speed.shift_lines(delta)
     if summ.win.first_line is not None:
         summ.win.first_line = None if delta is None else summ.win.first_line + delta
@@ -188,6 +190,8 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
         summ.group_keys = other.group_keys
     for k, v in other.nonfinite.items():
         summ.nonfinite[k] += v
+    if summ.loss_first_nonfinite is None:
+        summ.loss_first_nonfinite = other.loss_first_nonfinite
     if other.t_count:
         assert other.t_first is not None
         if continuous and summ.t_last is not None:
@@ -217,5 +221,6 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
     summ.gaps.absorb(other.gaps)
     summ.windows.extend(other.windows)
     summ.speed.absorb(other.speed)
+    summ.speed.windows_with_speed += other.speed.windows_with_speed
     if other.last_records:
         summ.last_records = other.last_records

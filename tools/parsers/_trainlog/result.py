@@ -124,7 +124,11 @@ def result(summ: Summarizer) -> dict[str, Any]:
         "schema_changes": summ.schema_changes,
         "steps": overall["steps"],
         "throughput": tok,
-        "loss": dict(overall["loss"], nonfinite=summ.nonfinite["loss"]),
+        "loss": dict(
+            overall["loss"],
+            nonfinite=summ.nonfinite["loss"],
+            first_nonfinite=summ.loss_first_nonfinite,
+        ),
         "groups": groups,
         "time": {
             "count": summ.t_count,

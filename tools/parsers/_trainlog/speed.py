@@ -155,6 +155,7 @@ class Speed:
         self.recent: deque[Point] = deque(maxlen=RECENT_MAX)
         self.pending: str | None = None
         self.seen = 0
+        self.windows_with_speed = 0
 
     def gap(self) -> None:
         """A part of the log between here and the next record was not read: no
@@ -311,6 +312,7 @@ class Speed:
             ),
             "segments": self.segments,
             "segment_count": self.segment + 1 if self.prev is not None else 0,
+            "windows_with_speed": self.windows_with_speed,
             "recent": self.recent_figure(),
             "early": {
                 "value": early_value,

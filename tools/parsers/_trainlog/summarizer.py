@@ -120,6 +120,8 @@ class Summarizer:
         self.groups: dict[str, Group] = {}
         self.labels: dict[Any, str] = {}
         self.nonfinite = {"throughput": 0, "loss": 0}
+        # The first record whose loss is NaN or infinite: where a run's loss broke.
+        self.loss_first_nonfinite: dict[str, Any] | None = None
         self.t_first: float | None = None
         self.t_first_at: tuple[int | None, int] = (None, 0)
         self.t_last: float | None = None
@@ -328,6 +330,8 @@ class Summarizer:
         if self.scale != 1.0:
             toks = Col([v * self.scale if v is not None else None for v in toks.vals], toks.full)
         losses = numbers(self.column("loss", recs, lines, offsets))
+        if self.loss_first_nonfinite is None:
+            self.first_nonfinite_loss(losses, steps, lines)
         times = self.times(recs, lines, offsets)
         groups = self.partition(recs)
         if (
@@ -546,10 +550,25 @@ class Summarizer:
         if self.win.n:
             doc = self.win.summary()
             doc.update(self.win_speed.summary(self.speed.kind))
+            if doc.get("speed") is not None:
+                self.speed.windows_with_speed += 1
             self.windows.append(doc)
         old = self.win_speed
         self.win_speed = WindowSpeed(old.last or old.anchor)
         self.win = Window()
+
+    def first_nonfinite_loss(self, losses: Col, steps: Col, lines: list[int | None]) -> None:
+        present = losses.present()[0]
+        if not present or math.isfinite(sum(present)):
+            return
+        for k, v in enumerate(losses.vals):
+            if v is not None and not math.isfinite(v):
+                self.loss_first_nonfinite = {
+                    "line": lines[k],
+                    "step": steps.vals[k],
+                    "value": repr(v),  # JSON holds no NaN: the text Python writes
+                }
+                return
 
     # -- the speed ----------------------------------------------------------------
     def average_field(self, recs: list[dict[str, Any]]) -> str | None:
