@@ -110,9 +110,23 @@ def test_family_nodes_gather_missing_facts_first() -> None:
 
 
 def test_no_fault_found_when_every_claim_fails() -> None:
-    doc, _ = doctor({"stdout_log": {"count": 0}, "checkpoints": {"count": 0}})
+    """Every family refuted and the speed observed steady: no fault found."""
+    values = {
+        "stdout_log": {"count": 0},
+        "checkpoints": {"count": 0},
+        "trainlog": _trainlog(12800.0, 12800.0),
+    }
+    doc, _ = doctor(values)
     final = build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
     assert final["verdict"] == "no_fault_found"
+
+
+def test_every_claim_failing_without_a_speed_is_insufficient_evidence() -> None:
+    """Every family refuted but no train log, so no speed was observed: "no fault found"
+    would be a claim without its facts, so the evidence is insufficient."""
+    doc, _ = doctor({"stdout_log": {"count": 0}, "checkpoints": {"count": 0}})
+    final = build_graph(doc.rules, fixes=False).invoke(DiagnosisState(target="local"), context=doc)
+    assert final["verdict"] == "insufficient_evidence"
 
 
 def test_insufficient_evidence_when_a_needed_fact_failed() -> None:
