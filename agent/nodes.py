@@ -16,6 +16,7 @@ from langgraph.types import Send, interrupt
 
 from agent import symptoms as layer
 from agent import timing
+from agent.applicability import set_aside
 from agent.baseline import diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
 from agent.doctor import Doctor
@@ -150,6 +151,7 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
     drop = timing.subject_drop(state.symptoms)
     if drop is not None:
         checked = [timing.dated(h, doctor.ledger, state.facts, drop) for h in checked]
+    checked, not_applicable = set_aside(checked, doctor.ledger, state.facts)
     checked = rank(checked)
     probes_failed = sorted(
         {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
@@ -191,6 +193,7 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
     }
     return {
         "hypotheses": checked,
+        "not_applicable": not_applicable,
         "verdict": verdict,
         "missing": probes_failed,
         "offered": offered,

@@ -9,6 +9,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from agent.applicability import NotApplicable
 from agent.baseline import DiffEntry
 from agent.claims import ClaimVerdict
 from agent.hypotheses import Hypothesis, Kind
@@ -112,6 +113,9 @@ class DiagnosisState(BaseModel):
     rounds: int = 1
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     """Verified-status, ranked."""
+    not_applicable: NotApplicable | None = None
+    """Families whose precondition the run does not meet (it never compiles), set aside
+    from ``hypotheses`` with the checked claims that say so (``agent.applicability``)."""
     verdict: Verdict | None = None
     missing: list[str] = Field(default_factory=list)
     """Probes a hypothesis needed whose facts could not be gathered."""

@@ -53,7 +53,8 @@ def _trainlog(v: dict[str, Any]) -> str:
             if schema.get(role) is not None
         )
         read = f"{schema.get('format')} ({fields or 'no known fields'}), "
-    speed = v.get("speed") if isinstance(v.get("speed"), dict) else {}
+    found = v.get("speed")
+    speed: dict[str, Any] = found if isinstance(found, dict) else {}
     recent = speed.get("recent") if isinstance(speed.get("recent"), dict) else None
     if recent is not None and not v.get("group_fields"):
         said = f"speed {recent.get('value')} {speed.get('unit', '')} ({recent.get('how')}), "

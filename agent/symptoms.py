@@ -137,7 +137,7 @@ class Symptom(BaseModel):
                     " point sustained enough to place"
                 )
             return f"{self.series} is steady"
-        return f"the run restarted{where}"
+        return f"the run restarted{where}" + (f" ({self.note})" if self.note else "")
 
 
 def _unsteady_word(verdicts: Sequence[ClaimVerdict]) -> str:
@@ -293,8 +293,12 @@ def _jump(ys: Sequence[float], order: list[int], k: int) -> float:
 
 
 def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
-    """Windows that hold a start: the first, and the one holding each restart's line."""
+    """Windows that hold a start: the first, and the one holding each restart's line
+    and the next. Where the speed is a difference of counters, a window's rate spans
+    only records after the start (``speed``: no difference crosses a segment), so only
+    the window holding the start is left out."""
     skip = {0}
+    counter = _dict(_dict(fact.value).get("speed")).get("kind") in COUNTER_KINDS
     samples = _dict(_dict(fact.value).get("steps")).get("restart_samples") or []
     lines = [s.get("line") for s in samples if isinstance(s, dict)]
     # A run segment's start (a resume whose steps go on, ``train_runtime`` restarting)
@@ -308,8 +312,12 @@ def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
         holding = [i for i, f in enumerate(firsts) if isinstance(f, int) and f <= line]
         if holding:
             skip.add(max(holding))
-            skip.add(max(holding) + 1)
+            if not counter:
+                skip.add(max(holding) + 1)
     return skip
+
+
+COUNTER_KINDS = ("stated_average", "derived")
 
 
 POSSIBLE_LEAST = 2  # windows on each side of a drop that is possible, not confirmed
@@ -339,7 +347,7 @@ def _unconfirmed(k: int, n: int) -> str:
             f"{n - k} window(s) after it and {k} before; a sustained change needs {least}"
             " on each side"
         )
-    return "the windows on either side do not differ beyond chance (Mann-Whitney p ≥ 0.001)"
+    return "the windows on either side do not differ beyond chance: Mann-Whitney p ≥ 0.001"
 
 
 def _ratio(
@@ -481,7 +489,41 @@ def find(fact: Fact | None) -> list[Symptom]:
                 ),
             )
         )
+    elif _segments(value):
+        out.append(_resumed(fact, _segments(value)))
     return out
+
+
+def _segments(value: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run segments after the first (``speed.segments``): each a resume or restart
+    the speed's counters show, whether or not the step went back."""
+    segs = _dict(value.get("speed")).get("segments")
+    return [s for s in segs[1:] if isinstance(s, dict)] if isinstance(segs, list) else []
+
+
+def _resumed(fact: Fact, later: list[dict[str, Any]]) -> Symptom:
+    first = later[0]
+    step = first.get("first_step")
+    return Symptom(
+        kind="restarted",
+        series="steps",
+        subject=False,
+        step=step if isinstance(step, int | float) else None,
+        note=str(first.get("why") or ""),
+        claims=(
+            Claim(
+                predicate=AtLeast(
+                    a=Ref(
+                        fact=fact.id,
+                        path=("speed", "segment_count"),
+                        label="run segments (a new one where the step or the speed's"
+                        " counters went back)",
+                    ),
+                    value=2,
+                )
+            ),
+        ),
+    )
 
 
 def speed_hint(value: dict[str, Any]) -> str:

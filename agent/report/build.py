@@ -222,6 +222,15 @@ def _unexplained(state: DiagnosisState, ledger: Ledger) -> Section | None:
         ):
             continue  # a family this diagnosis did not run says nothing here
         hyp = by_kind.get(kind)
+        aside = state.not_applicable
+        if hyp is None and aside is not None and kind in aside.kinds:
+            lines.append(
+                Line(
+                    text=f"{TITLES[kind]}: not applicable, the run does not compile",
+                    cites=sorted({c for v in aside.verdicts for c in v.cites}),
+                )
+            )
+            continue
         if hyp is None:
             looked = state.examined.get(kind, [])
             lines.append(
@@ -325,6 +334,23 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                 ],
             )
         )
+    if state.not_applicable is not None:
+        aside = state.not_applicable
+        sections.append(
+            Section(
+                title="not applicable: the run does not compile",
+                lines=[
+                    Line(
+                        text=", ".join(TITLES[k] for k in aside.kinds),
+                        cites=sorted({c for v in aside.verdicts for c in v.cites}),
+                    ),
+                    *(
+                        Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+                        for v in aside.verdicts
+                    ),
+                ],
+            )
+        )
     if state.examined and state.verdict is not None:
         # "No fault found" is an answer only together with what was checked.
         sections.append(
@@ -336,6 +362,9 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
                         + (
                             f"{n} hypothesis(es) formed"
                             if (n := sum(h.kind == kind for h in state.hypotheses))
+                            else "not applicable (the run does not compile)"
+                            if state.not_applicable is not None
+                            and kind in state.not_applicable.kinds
                             else "no hypothesis formed from its facts"
                         ),
                         cites=ids,

@@ -71,6 +71,10 @@ class ScriptPatchesValue(TypedDict, total=False):
     files: list[ScriptReport]
     patches: int
     fx_check_patches: int  # those that replace a name of the FX check (FX_CHECK)
+    # Places that compile: torch.compile calls and decorators, torch_compile= keywords
+    # (the first 20 of each file); files that could not be read are in ``unread``.
+    compile_sites: int
+    unread: int
     unmatched: list[str]
     source: dict[str, Any]  # the profile's paths, or the workspace layout's scripts
 
@@ -156,7 +160,16 @@ def scan_source(source: str, path: str) -> ScriptReport:
                 ]
                 for k in keys:
                     patch(node, f"{fname}({k})")
-            for m in _marker(node):
+            found = _marker(node)
+            # Trainer's ``TrainingArguments(torch_compile=True)`` compiles the model
+            # with no torch.compile call in the script.
+            if any(
+                k.arg == "torch_compile"
+                and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                for k in node.keywords
+            ):
+                found.append("torch.compile")
+            for m in found:
                 lines = markers.setdefault(m, [])
                 if len(lines) < 20:
                     lines.append(node.lineno)
@@ -219,6 +232,8 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
         "fx_check_patches": sum(
             1 for r in reports for p in r.get("patches", []) if _patches_check(p["target"])
         ),
+        "compile_sites": sum(len(r.get("markers", {}).get("torch.compile", [])) for r in reports),
+        "unread": sum(1 for r in reports if "error" in r),
         "unmatched": unmatched,
         "source": chosen,
     }
