@@ -38,6 +38,7 @@ from agent.claims import (
     AtMost,
     Claim,
     ClaimVerdict,
+    Exists,
     PathPart,
     Ref,
     WindowRatio,
@@ -128,6 +129,12 @@ class Symptom(BaseModel):
             )
         if self.kind == "speed_unobserved":
             return f"the run's speed is not observed: {self.note}"
+        if self.kind == "loss_nonfinite" and self.series != "loss":
+            return (
+                f"the {self.series} is {self.note}{where} on, while the logged loss stays"
+                " finite (a trainer that filters NaN losses, as Trainer's"
+                " logging_nan_inf_filter does, logs them so)"
+            )
         if self.kind == "loss_nonfinite":
             return f"the loss is {self.note}{where}"
         if self.kind == "throughput_steady":
@@ -575,12 +582,47 @@ def _speed_unobserved(fact: Fact) -> Symptom:
     )
 
 
+def _grad_nonfinite(fact: Fact) -> list[Symptom]:
+    """A NaN or infinite gradient norm where the logged loss stayed finite: a trainer
+    that filters such losses out of its log (Trainer's logging_nan_inf_filter writes 0)
+    still shows it in the norm."""
+    first = _dict(_dict(_dict(fact.value).get("grad_norm")).get("first_nonfinite"))
+    if not first:
+        return []
+    step = first.get("step")
+    field = first.get("field") or "grad_norm"
+    return [
+        Symptom(
+            kind="loss_nonfinite",
+            subject=False,
+            step=step if isinstance(step, int | float) else None,
+            began=Ref(fact=fact.id, path=("grad_norm", "first_nonfinite", "step"), label="step")
+            if isinstance(step, int | float)
+            else None,
+            began_step=step if isinstance(step, int | float) else None,
+            note=f"{first.get('value')} from",
+            series=f"gradient norm ({field})",
+            claims=(
+                Claim(
+                    predicate=Exists(
+                        a=Ref(
+                            fact=fact.id,
+                            path=("grad_norm", "first_nonfinite", "value"),
+                            label=f"the first NaN or infinite {field}",
+                        )
+                    )
+                ),
+            ),
+        )
+    ]
+
+
 def _loss_nonfinite(fact: Fact) -> list[Symptom]:
     loss = _dict(_dict(fact.value).get("loss"))
     first = _dict(loss.get("first_nonfinite"))
     count = loss.get("nonfinite")
     if not isinstance(count, int) or count < 1:
-        return []
+        return _grad_nonfinite(fact)
     step = first.get("step")
     return [
         Symptom(

@@ -103,8 +103,7 @@ def assert_no_fault(report: dict[str, Any], *, remedy: str | None = None) -> Non
     if remedy is not None:
         assert remedy in unknown[0], unknown
     assert not any(
-        " fell to " in t or " slowed in its last quarter" in t or "possible drop" in t
-        for t in said
+        " fell to " in t or " slowed in its last quarter" in t or "possible drop" in t for t in said
     ), said
     assert all(line["cites"] for line in symptoms["lines"]), symptoms
 

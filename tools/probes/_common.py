@@ -104,6 +104,7 @@ class FileEntry(TypedDict, total=False):
     kind: str  # file | dir | symlink | fifo | socket | device | other
     size: int
     mtime: float
+    age_s: float  # pulse(): seconds since it last changed
     mode: str
     error: str
     error_kind: str
@@ -140,6 +141,15 @@ def file_entry(path: str, st: os.stat_result | None = None) -> FileEntry:
         "mtime": st.st_mtime,
         "mode": oct(stat.S_IMODE(st.st_mode)),
     }
+
+
+def pulse(path: str) -> FileEntry:
+    """``file_entry`` with ``age_s``: seconds since the file last changed, on the
+    target's own clock (a log that stopped growing while its trainer lives is a stall)."""
+    entry = file_entry(path)
+    if "mtime" in entry:
+        entry["age_s"] = round(time.time() - entry["mtime"], 3)
+    return entry
 
 
 # How an open for reading is made: never blocking (a FIFO nobody writes to), never

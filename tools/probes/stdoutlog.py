@@ -11,7 +11,7 @@ from typing import Any
 
 from ..parsers import stdoutlog as parser
 from . import layout
-from ._common import Context, ProbeFailure, file_entry, open_regular
+from ._common import Context, ProbeFailure, open_regular, pulse
 
 NAME = "stdoutlog"
 TIMEOUT = 120.0
@@ -32,7 +32,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
             head=int(params.get("head", 8 << 20)),
             max_line=int(params.get("max_line", 1 << 20)),
         )
-    value["file"] = file_entry(path)
+    value["file"] = pulse(path)
     value["source"] = source
     return value
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..parsers import trainlog as parser
-from ._common import Context, ProbeFailure, file_entry, open_regular
+from ._common import Context, ProbeFailure, open_regular, pulse
 
 NAME = "trainlog"
 TIMEOUT = 120.0
@@ -37,7 +37,7 @@ def _summarize(path: str, params: dict[str, Any]) -> dict[str, Any]:
             )
         except ValueError as exc:
             raise ProbeFailure("bad_params", str(exc), path) from None
-    value["file"] = file_entry(path)
+    value["file"] = pulse(path)
     return value
 
 

@@ -87,11 +87,14 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
         "runtime",
     ),
     "step_time": ("step_time", "iter_time", "time_per_step", "batch_time", "iteration_time"),
+    # The gradient's norm: where a trainer filters a NaN loss out of its log
+    # (Trainer's logging_nan_inf_filter logs the loss as 0), a NaN here still shows it.
+    "grad_norm": ("grad_norm", "gradient_norm", "grad_norm_total", "total_norm", "gnorm"),
 }
 CUMULATIVE_TOKENS = frozenset(_RUNNING_TOTALS)
 # Roles also found by the last part of a nested name (``train/loss``, ``perf/throughput``)
 # unless the name is an evaluation's (``eval/loss``).
-BY_LAST_PART = ("step", "loss", "throughput", "tokens")
+BY_LAST_PART = ("step", "loss", "throughput", "tokens", "grad_norm")
 NOT_TRAINING = ("eval", "val", "valid", "validation", "test")
 # Multiplier to tokens/s for throughput fields whose unit is not tokens/s.
 THROUGHPUT_SCALE: dict[str, float] = {

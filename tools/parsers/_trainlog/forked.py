@@ -120,8 +120,9 @@ def shift_lines(summ: Summarizer, delta: int | None) -> None:
             if isinstance(d.get(key), dict):
                 move(d[key])
     summ.speed.shift_lines(delta)
-    if summ.loss_first_nonfinite is not None:
-        move(summ.loss_first_nonfinite)
+    for first in (summ.loss_first_nonfinite, summ.grad_first_nonfinite):
+        if first is not None:
+            move(first)
     summ.win_speed.shift_lines(delta)
     if summ.win.first_line is not None:
         summ.win.first_line = None if delta is None else summ.win.first_line + delta
@@ -192,6 +193,8 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
         summ.nonfinite[k] += v
     if summ.loss_first_nonfinite is None:
         summ.loss_first_nonfinite = other.loss_first_nonfinite
+    if summ.grad_first_nonfinite is None:
+        summ.grad_first_nonfinite = other.grad_first_nonfinite
     if other.t_count:
         assert other.t_first is not None
         if continuous and summ.t_last is not None:
@@ -220,7 +223,6 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
     summ.intervals.absorb(other.intervals)
     summ.gaps.absorb(other.gaps)
     summ.windows.extend(other.windows)
-    summ.speed.absorb(other.speed)
-    summ.speed.windows_with_speed += other.speed.windows_with_speed
+    summ.speed.absorb(other.speed, continuous, other.windows[0] if other.windows else None)
     if other.last_records:
         summ.last_records = other.last_records

@@ -46,7 +46,7 @@ def schema(summ: Summarizer) -> dict[str, Any]:
     used = {k for k in summ.keys.values() if k} | set(summ.group_keys or ())
     if summ.speed.field:
         used.add(summ.speed.field)
-        why["speed"] = "{}: {}".format(summ.speed.kind, summ.speed.how)
+        why["speed"] = f"{summ.speed.kind}: {summ.speed.how}"
     unit = next((u for u, sc in UNIT_SCALE.items() if sc == summ.scale), f"x{summ.scale} tok/s")
     return {
         "format": summ.fmt,
@@ -129,6 +129,10 @@ def result(summ: Summarizer) -> dict[str, Any]:
             nonfinite=summ.nonfinite["loss"],
             first_nonfinite=summ.loss_first_nonfinite,
         ),
+        "grad_norm": {
+            "field": summ.keys.get("grad_norm"),
+            "first_nonfinite": summ.grad_first_nonfinite,
+        },
         "groups": groups,
         "time": {
             "count": summ.t_count,

@@ -26,6 +26,8 @@ two lines of the log and a subtraction.
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 """
 
+# Shipped to targets running Python 3.8: zip(strict=) is 3.10+.
+# ruff: noqa: B905
 from __future__ import annotations
 
 import math
@@ -60,6 +62,7 @@ class Point(NamedTuple):
     seconds: float | None  # the clock that count runs against
     err: float  # bound on the count's rounding error
     segment: int
+    serr: float = 0.0  # bound on the seconds' rounding error
 
 
 def _digits(value: float) -> tuple[int, int]:
@@ -131,13 +134,32 @@ def span_rate(first: Point, last: Point) -> tuple[float, float] | None:
     ):
         return None
     dt = last.seconds - first.seconds
-    return (last.total - first.total) / dt, (first.err + last.err) / dt
+    rate = (last.total - first.total) / dt
+    # The counts' rounding over dt, and the rounding of dt itself scaling the rate.
+    return rate, (first.err + last.err + abs(rate) * (first.serr + last.serr)) / dt
 
 
 def _moved(p: Point | None, delta: int | None) -> Point | None:
     if p is None or p.line is None:
         return p
     return p._replace(line=None if delta is None else p.line + delta)
+
+
+def break_reason(
+    prev: Point, step: float | None, seconds: float | None, count: float | None
+) -> str | None:
+    """Why a record after ``prev`` starts a new run segment, or None when it continues
+    the segment: the step went back or repeated, or a counter went back."""
+    if step is not None and prev.step is not None and step <= prev.step:
+        return "the step went back" if step < prev.step else "the step repeated"
+    if seconds is not None and prev.seconds is not None and seconds < prev.seconds:
+        return "the seconds counter went back"
+    if count is not None and prev.total is not None and count < prev.total:
+        return "the count went back"
+    return None
+
+
+GAP = "a part of the log between was not read"
 
 
 class Speed:
@@ -156,12 +178,16 @@ class Speed:
         self.pending: str | None = None
         self.seen = 0
         self.windows_with_speed = 0
+        self.head: Point | None = None  # the first point (a forked piece's merge needs it)
+        # The last point of the first window (a forked piece's first window takes its
+        # difference from the previous piece's last point: ``absorb``).
+        self.first_window_last: Point | None = None
 
     def gap(self) -> None:
         """A part of the log between here and the next record was not read: no
         difference spans it."""
         self.prev = None
-        self.pending = "a part of the log between was not read"
+        self.pending = GAP
 
     def source(self, kind: str, field: str, unit: str, how: str) -> None:
         if self.kind is None:
@@ -175,6 +201,7 @@ class Speed:
         count: float | None,
         seconds: float | None,
         err: float = 0.0,
+        serr: float = 0.0,
     ) -> Point:
         """The record as a point, opening a new segment where the counters or the step
         went back."""
@@ -185,16 +212,11 @@ class Speed:
         if count is not None and seconds is not None and not math.isfinite(count + seconds):
             count = seconds = None
         prev = self.prev
-        why = None
         if prev is None:
-            why = self.pending or "the log's first record"
+            why: str | None = self.pending or "the log's first record"
             self.pending = None
-        elif step is not None and prev.step is not None and step <= prev.step:
-            why = "the step went back" if step < prev.step else "the step repeated"
-        elif seconds is not None and prev.seconds is not None and seconds < prev.seconds:
-            why = "the seconds counter went back"
-        elif count is not None and prev.total is not None and count < prev.total:
-            why = "the count went back"
+        else:
+            why = break_reason(prev, step, seconds, count)
         if why is not None:
             if self.seen:
                 self.segment += 1
@@ -203,7 +225,9 @@ class Speed:
                 self.segments.append(
                     {"first_line": line, "first_step": step, "why": why, "records": 0}
                 )
-        p = Point(line, step, value, count, seconds, err, self.segment)
+        p = Point(line, step, value, count, seconds, err, self.segment, serr)
+        if self.head is None:
+            self.head = p
         self.seen += 1
         self.seg_records += 1
         if len(self.segments) == self.segment + 1:
@@ -251,6 +275,21 @@ class Speed:
         )
         return doc
 
+    def median_interval(self) -> float | None:
+        """The run's own logging interval: the median of the seconds between
+        consecutive recent records of one segment (counter kinds, whose seconds are the
+        trainer's clock), None where the speed carries no clock."""
+        pts = [p for p in self.recent if p.seconds is not None]
+        gaps = sorted(
+            b.seconds - a.seconds  # type: ignore[operator]
+            for a, b in zip(pts, pts[1:])  # noqa: RUF007 (3.8 has no pairwise)
+            if a.segment == b.segment and b.seconds > a.seconds  # type: ignore[operator]
+        )
+        if not gaps:
+            return None
+        mid = len(gaps) // 2
+        return gaps[mid] if len(gaps) % 2 else (gaps[mid - 1] + gaps[mid]) / 2
+
     def shift_lines(self, delta: int | None) -> None:
         """Renumber a piece read on its own (``forked.shift_lines``)."""
         for seg in self.segments:
@@ -259,9 +298,15 @@ class Speed:
                     seg[key] = None if delta is None else seg[key] + delta
         self.recent = deque((_moved(p, delta) for p in self.recent), maxlen=RECENT_MAX)  # type: ignore[misc]
         self.prev = _moved(self.prev, delta)
+        self.head = _moved(self.head, delta)
+        self.first_window_last = _moved(self.first_window_last, delta)
 
-    def absorb(self, other: Speed) -> None:
-        """Append ``other`` (the records after these; a forked read's next piece)."""
+    def absorb(self, other: Speed, continuous: bool, first_window: dict[str, Any] | None) -> None:
+        """Append ``other``, the speed of the records after these (a forked read's next
+        piece; ``continuous`` False when a part between was not read), as if one
+        reader had read both: the piece's first record continues the last segment
+        unless it went back, and the piece's ``first_window`` (its summary, updated
+        here) takes its difference from this part's last point."""
         if self.kind is None:
             self.kind, self.field, self.unit, self.how = (
                 other.kind,
@@ -269,23 +314,54 @@ class Speed:
                 other.unit,
                 other.how,
             )
-        shift = self.segment + 1 if self.prev is not None else 0
-        segs = list(other.segments)
-        if self.prev is not None and segs and segs[0]["why"] == "the log's first record":
-            # The piece's first record only starts a segment if it went back.
-            first = other.recent[0] if other.recent else None
-            if first is not None and first.segment == 0:
-                self.segments[-1]["records"] += segs[0]["records"]
-                self.segments[-1]["last_line"] = segs[0].get("last_line")
-                self.segments[-1]["last_step"] = segs[0].get("last_step")
+        head, prev = other.head, self.prev
+        if head is None:
+            return
+        segs = [dict(seg) for seg in other.segments]
+        if prev is None or not self.seen:
+            shift, joined = 0, False
+        else:
+            why = GAP if not continuous else break_reason(prev, head.step, head.seconds, head.total)
+            joined = why is None
+            shift = self.segment if joined else self.segment + 1
+            if joined and segs and len(self.segments) == self.segment + 1:
+                last = self.segments[-1]
+                last["records"] += segs[0]["records"]
+                last["last_line"] = segs[0].get("last_line")
+                last["last_step"] = segs[0].get("last_step")
                 segs = segs[1:]
-                shift -= 1
-        self.segments.extend(segs[: MAX_SEGMENTS - len(self.segments)])
+            elif joined and segs:
+                segs = segs[1:]
+            elif segs:
+                segs[0]["why"] = why
+        self.segments.extend(segs[: max(0, MAX_SEGMENTS - len(self.segments))])
         self.recent.extend(p._replace(segment=p.segment + shift) for p in other.recent)
-        if other.prev is not None:
-            self.prev = other.prev._replace(segment=other.prev.segment + shift)
-            self.segment = self.prev.segment
-            self.seg_records = other.seg_records
+        assert other.prev is not None
+        self.prev = other.prev._replace(segment=other.prev.segment + shift)
+        self.seg_records = (
+            self.seg_records + other.seg_records
+            if joined and other.segment == 0
+            else other.seg_records
+        )
+        self.segment = self.prev.segment
+        self.seen += other.seen
+        self.windows_with_speed += other.windows_with_speed
+        last_of_first = other.first_window_last
+        if (
+            joined
+            and prev is not None
+            and first_window is not None
+            and last_of_first is not None
+            and last_of_first.segment == 0
+            and self.kind in ("stated_average", "derived")
+        ):
+            window = WindowSpeed(prev)
+            window.add(last_of_first._replace(segment=prev.segment))
+            had = first_window.get("speed") is not None
+            for key in ("speed", "speed_from", "speed_to", "speed_error"):
+                first_window.pop(key, None)
+            first_window.update(window.summary(self.kind))
+            self.windows_with_speed += (first_window.get("speed") is not None) - had
 
     def summary(self, early: list[dict[str, Any]]) -> dict[str, Any]:
         """The speed's part of the summary; ``early``: the log's early windows
@@ -313,6 +389,7 @@ class Speed:
             "segments": self.segments,
             "segment_count": self.segment + 1 if self.prev is not None else 0,
             "windows_with_speed": self.windows_with_speed,
+            "median_interval_s": self.median_interval(),
             "recent": self.recent_figure(),
             "early": {
                 "value": early_value,

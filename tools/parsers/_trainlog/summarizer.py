@@ -43,6 +43,22 @@ from .values import (
 )
 
 
+def first_nonfinite(col: Col, steps: Col, lines: list[int | None]) -> dict[str, Any] | None:
+    """The first record of ``col`` whose number is NaN or infinite: where a run's loss
+    (or gradient) broke; None when all are finite (a finite sum proves it at C speed)."""
+    present = col.present()[0]
+    if not present or math.isfinite(sum(present)):
+        return None
+    for k, v in enumerate(col.vals):
+        if v is not None and not math.isfinite(v):
+            return {
+                "line": lines[k],
+                "step": steps.vals[k],
+                "value": repr(v),  # JSON holds no NaN: the text Python writes
+            }
+    return None
+
+
 class Group:
     """Everything kept per series (per device/role when the log has several)."""
 
@@ -122,6 +138,7 @@ class Summarizer:
         self.nonfinite = {"throughput": 0, "loss": 0}
         # The first record whose loss is NaN or infinite: where a run's loss broke.
         self.loss_first_nonfinite: dict[str, Any] | None = None
+        self.grad_first_nonfinite: dict[str, Any] | None = None
         self.t_first: float | None = None
         self.t_first_at: tuple[int | None, int] = (None, 0)
         self.t_last: float | None = None
@@ -135,7 +152,9 @@ class Summarizer:
         self.win = Window()
         self.speed = Speed()
         self.win_speed = WindowSpeed(None)
+        self.windows_closed = 0
         self.derive_cols: tuple[list[Any], list[Any]] | None = None
+        self.derive_names: tuple[str, str | None] | None = None
         self.rate_precision = Precision()
         self.secs_precision = Precision()
         self.last_records: deque[dict[str, Any]] = deque(maxlen=3)
@@ -331,7 +350,12 @@ class Summarizer:
             toks = Col([v * self.scale if v is not None else None for v in toks.vals], toks.full)
         losses = numbers(self.column("loss", recs, lines, offsets))
         if self.loss_first_nonfinite is None:
-            self.first_nonfinite_loss(losses, steps, lines)
+            self.loss_first_nonfinite = first_nonfinite(losses, steps, lines)
+        if self.grad_first_nonfinite is None:
+            grads = numbers(self.column("grad_norm", recs, lines, offsets))
+            self.grad_first_nonfinite = first_nonfinite(grads, steps, lines)
+            if self.grad_first_nonfinite is not None:
+                self.grad_first_nonfinite["field"] = self.keys["grad_norm"]
         times = self.times(recs, lines, offsets)
         groups = self.partition(recs)
         if (
@@ -402,6 +426,7 @@ class Summarizer:
             clock_name = self.keys["elapsed"]
         name = self.keys["tokens"] or ""
         self.derive_cols = (tokens.vals, clock.vals)
+        self.derive_names = (name, clock_name)
         if self.cumulative is None:
             if name in CUMULATIVE_TOKENS:
                 self.cumulative = True
@@ -554,21 +579,11 @@ class Summarizer:
                 self.speed.windows_with_speed += 1
             self.windows.append(doc)
         old = self.win_speed
+        if self.win.n and not self.windows_closed:
+            self.speed.first_window_last = old.last
+        self.windows_closed += self.win.n > 0
         self.win_speed = WindowSpeed(old.last or old.anchor)
         self.win = Window()
-
-    def first_nonfinite_loss(self, losses: Col, steps: Col, lines: list[int | None]) -> None:
-        present = losses.present()[0]
-        if not present or math.isfinite(sum(present)):
-            return
-        for k, v in enumerate(losses.vals):
-            if v is not None and not math.isfinite(v):
-                self.loss_first_nonfinite = {
-                    "line": lines[k],
-                    "step": steps.vals[k],
-                    "value": repr(v),  # JSON holds no NaN: the text Python writes
-                }
-                return
 
     # -- the speed ----------------------------------------------------------------
     def average_field(self, recs: list[dict[str, Any]]) -> str | None:
@@ -598,10 +613,15 @@ class Summarizer:
                     AVERAGE_UNITS[average],
                     f"difference of {average} x {{elapsed}} over difference of {{elapsed}}",
                 )
+            elif self.cumulative and self.derive_cols is not None and self.derive_names:
+                # A running total with its clock: a piece of one record (a forked read's)
+                # derives no value yet, and is still the same source.
+                name, clock_name = self.derive_names
+                how = f"difference of {name} over difference of {clock_name}"
+                sp.source("derived", name, "tokens/s", how)
             elif self.derived is not None:
-                kind = "derived" if self.cumulative and self.derive_cols else "derived_values"
                 tokens, how = str(self.derived["tokens"]), str(self.derived["how"])
-                sp.source(kind, tokens, "tokens/s", how)
+                sp.source("derived_values", tokens, "tokens/s", how)
             else:
                 return None
         step_vals = steps.vals
@@ -625,13 +645,14 @@ class Summarizer:
                 if r is None or t is None:
                     out.append(None)  # a record without the pair (an evaluation's, say)
                     continue
-                err = abs(t) * self.rate_precision.bound(r) + abs(r) * self.secs_precision.bound(t)
-                out.append(sp.point(lines[k], step_vals[k], None, r * t, t, err))
+                serr = self.secs_precision.bound(t)
+                err = abs(t) * self.rate_precision.bound(r) + abs(r) * serr
+                out.append(sp.point(lines[k], step_vals[k], None, r * t, t, err, serr))
             return out
         if sp.kind == "derived" and self.derive_cols is not None:
-            counts, clock = self.derive_cols
+            counts, seconds = self.derive_cols
             for k in range(n):
-                c, t = counts[k], clock[k]
+                c, t = counts[k], seconds[k]
                 if c is None or t is None:
                     out.append(None)
                     continue

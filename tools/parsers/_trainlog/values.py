@@ -33,7 +33,7 @@ SAMPLE_BYTES = 160
 TOO_DEEP = "too_deep"  # a record nested deeper than the parser's recursion limit
 # Roles whose non-finite values are counted as ``nonfinite`` (a NaN loss is a training
 # fact); in the others (step, time, token counts, seconds) an inf or NaN is unusable.
-NONFINITE_COUNTED = ("throughput", "loss")
+NONFINITE_COUNTED = ("throughput", "loss", "grad_norm")
 INT_FLOAT = 1 << 64  # past this an int is read as a float (orjson does the same)
 FLOAT_MAX = int(sys.float_info.max)
 # The message of the ValueError Python (>= 3.11, and 3.8.14+) raises for an int literal

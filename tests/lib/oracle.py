@@ -1,0 +1,240 @@
+"""An independent re-reading of the speed figures a train-log summary cites: nothing
+from ``tools`` or ``agent``; it reads the raw file itself and recomputes each figure from
+the formulas the summary states, so it is their specification as much as a check.
+
+- a record: a JSON object line, a CSV row, a text line's ``{...}`` literal, or a
+  ``log_history`` entry that is a training step; its line: the 1-based line, or the
+  entry's 1-based place in ``log_history``;
+- a point: a record the speed reads: every record for ``stated`` (with its value, if
+  any); for the counter kinds one holding both the count (``stated_average``: rate x
+  runtime; ``derived``: the running total) and the clock;
+- a run segment starts where the step goes back or repeats, or the clock or count goes back;
+- a window's ``stated`` figure is the median of its values; a counter figure the count
+  difference over the clock difference, from the segment's last point before the window
+  (else the first point of the window's last segment) to the window's last point;
+- ``recent``: the last K points of the last segment (K: a quarter of them, within 3..50);
+  ``early``: the median of the windows' figures over windows 2 to 1+n/4.
+
+Figures recomputed from the same text are compared to a relative 1e-9: the arithmetic is
+the same, so a larger difference is a different reading, not rounding. ``derived_values``
+(per-step counts) is not recomputed here.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+import re
+import statistics
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from itertools import groupby
+from pathlib import Path
+from typing import Any, NamedTuple
+
+REL = 1e-9
+RUN_SUMMARY_KEYS = ("train_loss", "train_runtime", "total_flos")
+# A window may withhold a rate that is not positive, or one whose stated error bound is
+# over this share of it.
+MAX_REL_ERROR = 0.2
+
+
+class Mismatch(NamedTuple):
+    figure: str
+    expected: Any
+    got: Any
+    where: str
+
+
+class Point(NamedTuple):
+    line: int
+    step: float | None
+    value: float | None
+    total: float | None  # the count the clock runs against
+    seconds: float | None
+    segment: int
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _cell(text: str) -> Any:
+    try:
+        return json.loads(text)  # a number (or true, false, null), else the text itself
+    except ValueError:
+        return text
+
+
+def _a_step(e: Any) -> bool:
+    """A ``log_history`` entry that is a training step: one with a ``loss``, or neither
+    the run's summary (``train_runtime``...) nor an evaluation (``eval_*`` keys)."""
+    if not isinstance(e, dict):
+        return False
+    other = any(k in e for k in RUN_SUMMARY_KEYS) or any(str(k).startswith("eval_") for k in e)
+    return "loss" in e or not other
+
+
+def read_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, record) in file order."""
+    if fmt == "trainer_state":
+        history = json.loads(path.read_text())["log_history"]
+        yield from ((place, e) for place, e in enumerate(history, 1) if _a_step(e))
+        return
+    with path.open(newline="") as f:
+        if fmt == "csv":
+            rows = csv.reader(f)
+            header = next(rows)
+            for line, row in enumerate(rows, 2):
+                if len(row) == len(header) and row != header:
+                    yield line, {k: _cell(v) for k, v in zip(header, row) if v != ""}  # noqa: B905
+            return
+        for line, text in enumerate(f, 1):
+            text = text.strip()
+            if fmt != "jsonl":  # a console's dict print, after any prefix
+                text = text[text.find("{") :] if "{" in text else ""
+            try:
+                d = json.loads(text) if fmt == "jsonl" else ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(d, dict):
+                yield line, d
+
+
+def read_points(path: Path, summary: dict[str, Any]) -> list[Point]:
+    sp = summary["speed"]
+    kind, field, how = sp["kind"], sp["field"], sp["how"] or ""
+    step_key = (summary.get("fields") or {}).get("step") or "step"
+    scale = summary.get("throughput_scale") or 1.0
+    count_key = clock_key = ""
+    if kind != "stated":  # "difference of RATE x CLOCK (or COUNT) over difference of CLOCK"
+        m = re.fullmatch(r"difference of (.+?)(?: x .+)? over difference of (.+)", how)
+        assert m, how
+        count_key, clock_key = m.groups()
+    points: list[Point] = []
+    for line, rec in read_records(path, summary["format"]):
+        step = _num(rec.get(step_key))
+        value = total = seconds = None
+        if kind == "stated":
+            value = _num(rec.get(field))
+            value = value * scale if value is not None and math.isfinite(value) else None
+        else:
+            seconds = _num(rec.get(clock_key))
+            first = _num(rec.get(count_key))
+            if seconds is None or first is None:
+                continue  # no pair: no point
+            total = first * seconds if kind == "stated_average" else first
+            if not math.isfinite(total + seconds):  # a point still, but no counter
+                total = seconds = None
+        prev = points[-1] if points else None
+        new = prev is not None and (
+            (step is not None and prev.step is not None and step <= prev.step)
+            or (seconds is not None and prev.seconds is not None and seconds < prev.seconds)
+            or (total is not None and prev.total is not None and total < prev.total)
+        )
+        segment = 0 if prev is None else prev.segment + new
+        points.append(Point(line, step, value, total, seconds, segment))
+    return points
+
+
+def _median(vals: list[float]) -> float | None:
+    return statistics.median(vals) if vals else None
+
+
+def _rate(a: Point | None, b: Point | None) -> float | None:
+    if a is None or b is None or a.segment != b.segment:
+        return None
+    if a.total is None or b.total is None or a.seconds is None or b.seconds is None:
+        return None
+    return (b.total - a.total) / (b.seconds - a.seconds) if b.seconds > a.seconds else None
+
+
+def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
+    """Every speed figure of ``summary`` that the raw file at ``path`` does not give."""
+    sp = summary["speed"]
+    if sp["kind"] is None:  # no speed read: no figure may stand
+        figures = [w.get("speed") for w in summary["windows"]] + [sp["recent"]]
+        return [Mismatch("speed", None, v, "no speed kind") for v in figures if v is not None]
+    if sp["kind"] not in ("stated", "stated_average", "derived"):
+        return [Mismatch("speed.kind", "stated|stated_average|derived", sp["kind"], str(path))]
+    points = read_points(path, summary)
+    lines = [p.line for p in points]
+    bad: list[Mismatch] = []
+
+    def same(figure: str, expected: Any, got: Any, where: str) -> None:
+        if isinstance(expected, list) or expected is None or got is None:
+            ok = expected == got
+        else:
+            ok = abs(expected - got) <= REL * max(abs(expected), abs(got))
+        if not ok:
+            bad.append(Mismatch(figure, expected, got, where))
+
+    def cited(figure: str, doc: dict[str, Any] | None, p: Point | None) -> None:
+        """A cited point: the line the formula picks, and the count and clock it holds."""
+        if p is None or doc is None:
+            same(figure, None if p is None else p.line, doc, "a point to cite")
+            return
+        same(figure + ".line", [p.line], [doc.get("line")], f"line {p.line}")
+        same(figure + ".count", p.total, doc.get("count"), f"line {p.line}")
+        same(figure + ".seconds", p.seconds, doc.get("seconds"), f"line {p.line}")
+
+    def one_segment(figure: str, a: dict[str, Any] | None, b: dict[str, Any] | None) -> None:
+        """No step going back or repeating, no clock or count going back, from a to b."""
+        if a is None or b is None:
+            return
+        span = points[bisect_left(lines, a["line"]) : bisect_right(lines, b["line"])]
+        if len({p.segment for p in span}) > 1:
+            bad.append(Mismatch(figure, "one segment", "two", f"lines {a['line']}-{b['line']}"))
+
+    segs = [list(seg) for _, seg in groupby(points, key=lambda p: p.segment)]
+    want = [[s[0].line, s[-1].line, len(s)] for s in segs][:64]
+    got = [[s["first_line"], s["last_line"], s["records"]] for s in sp["segments"]]
+    same("speed.segments", want, got, "[first line, last line, records] each")
+
+    for i, w in enumerate(summary["windows"]):
+        where = f"lines {w['first_line']}-{w['last_line']}"
+        lo, hi = bisect_left(lines, w["first_line"]), bisect_right(lines, w["last_line"])
+        inside = points[lo:hi]
+        if sp["kind"] == "stated":
+            exp = _median([p.value for p in inside if p.value is not None])
+            same(f"windows[{i}].speed", exp, w.get("speed"), where)
+            continue
+        to = inside[-1] if inside else None
+        # The last point's segment, from the point before the window on: its first point.
+        ours = [p for p in points[max(0, lo - 1) : hi] if to and p.segment == to.segment]
+        frm = ours[0] if ours else None
+        cited(f"windows[{i}].speed_from", w.get("speed_from"), frm)
+        cited(f"windows[{i}].speed_to", w.get("speed_to"), to)
+        one_segment(f"windows[{i}].speed_from..to", w.get("speed_from"), w.get("speed_to"))
+        rate = _rate(frm, to)
+        if w.get("speed") is not None or rate is None:
+            same(f"windows[{i}].speed", rate, w.get("speed"), where)
+        elif rate > 0 and not (w.get("speed_error") or 0) > MAX_REL_ERROR * rate:
+            bad.append(Mismatch(f"windows[{i}].speed", rate, None, where + ", withheld"))
+
+    recent = sp.get("recent") or {}
+    last = segs[-1] if segs else []
+    pts = last[-min(len(last), max(3, min(50, len(last) // 4))) :]
+    if sp["kind"] == "stated":
+        exp = _median([p.value for p in pts if p.value is not None])
+    else:
+        exp = _rate(pts[0], pts[-1]) if pts else None
+        cited("speed.recent.first", recent.get("first"), pts[0] if exp is not None else None)
+        cited("speed.recent.last", recent.get("last"), pts[-1] if exp is not None else None)
+        one_segment("speed.recent.first..last", recent.get("first"), recent.get("last"))
+    same("speed.recent.value", exp, recent.get("value"), f"the last {len(pts)} points")
+    if exp is not None:
+        span_got = [recent.get("first_line"), recent.get("last_line"), recent.get("records")]
+        span_want = [pts[0].line, pts[-1].line, len(pts)]
+        same("speed.recent.span", span_want, span_got, "[first line, last line, records]")
+
+    n = len(summary["windows"])
+    span = min(n - 1, max(1, n // 4))
+    early = sp["early"]
+    same("speed.early.windows", [1, span] if span > 0 else None, early["windows"], f"{n} windows")
+    speeds = [w.get("speed") for w in summary["windows"][1 : 1 + span]]
+    exp = _median([v for v in speeds if v is not None])
+    same("speed.early.value", exp, early["value"], f"median over windows 1-{span}")
+    return bad
