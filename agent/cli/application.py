@@ -5,6 +5,11 @@ loaded when it is chosen.
 lists them without importing one, and ``exec`` imports ``execute`` alone: building every
 command's options (typer reads each signature) was a third of the start-up. What a
 command needs to run (the graph, the transports, the reports) it imports when it runs.
+
+The root's options (``GLOBAL_OPTIONS``: ``--version``, ``--log-json``, ``-q``, ``-v``) are
+declared once, on the root, and each command takes them too, after its name
+(``health -q`` as ``-q health``): a copy of each is added to the command when it is built,
+and sets the root's value. Options after ``--`` stay the command's (``exec -- ls -v``).
 """
 
 from __future__ import annotations
@@ -88,14 +93,57 @@ _SETTINGS: dict[str, Any] = {
 }
 
 
+# The root's options that every command accepts after its name as well.
+GLOBAL_OPTIONS = ("version", "log_json", "quiet", "verbose")
+
+
 @functools.cache
 def command(name: str) -> Any:
-    """The click command ``name`` (typer's own click), built from its module's function."""
+    """The click command ``name`` (typer's own click), built from its module's function,
+    with the root's options (``GLOBAL_OPTIONS``) added after its own."""
     spec = COMMANDS[name]
     function = getattr(importlib.import_module(spec.module), spec.function)
     single = typer.Typer(**_SETTINGS)
     single.command(name, help=spec.help, context_settings=spec.context)(function)
-    return typer.main.get_command(single)
+    built = typer.main.get_command(single)
+    built.params.extend(_late_options())
+    return built
+
+
+@functools.cache
+def _late_options() -> tuple[typer.core.TyperOption, ...]:
+    """The root's global options, as a command's: read from the root as typer builds it
+    (only the root's own options: no command is built for it), so their names and help
+    are the root's. Each sets the root's value; the logging is configured again."""
+    root = typer.main.get_command(app)
+    out: list[typer.core.TyperOption] = []
+    for option in root.params:
+        if not isinstance(option, typer.core.TyperOption) or option.name not in GLOBAL_OPTIONS:
+            continue
+        # --version prints and exits wherever it is; the others are the root's flags.
+        callback = option.callback if option.is_eager else _set_on_root
+        out.append(
+            typer.core.TyperOption(
+                param_decls=[*option.opts, *option.secondary_opts],
+                is_flag=True,
+                default=False,
+                help=option.help,
+                is_eager=option.is_eager,
+                expose_value=False,
+                callback=callback,
+            )
+        )
+    return tuple(out)
+
+
+def _set_on_root(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> None:
+    """A global flag given after the command's name: the root's value, as if given
+    before it (commands read it there: ``exec`` looks at ``verbose``)."""
+    if not value or param.name is None:
+        return
+    root = ctx.find_root()
+    root.params[param.name] = True
+    _configure(root.params)
 
 
 class _Table(Mapping[str, Any]):
@@ -165,4 +213,10 @@ def _root(
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug events too.")] = False,
 ) -> None:
-    configure(json=log_json, level="warning" if quiet else "debug" if verbose else "info")
+    _configure({"log_json": log_json, "quiet": quiet, "verbose": verbose})
+
+
+def _configure(given: Mapping[str, Any]) -> None:
+    """The logging the global flags ask for; ``-q`` wins over ``-v``."""
+    level = "warning" if given.get("quiet") else "debug" if given.get("verbose") else "info"
+    configure(json=bool(given.get("log_json")), level=level)

@@ -1,4 +1,5 @@
-"""``dflash-doctor health``: read-only checks of one or many targets against a baseline,
+"""``dflash-doctor health``: read-only checks of one or many targets against a baseline
+(a named snapshot, or derived from each target's own record as ``diagnose`` derives it),
 for cron and CI (exit 0 healthy, 1 regression found, 2 could not check)."""
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def health(
         typer.Option(
             "--baseline",
             "-b",
-            help="Baseline snapshot NAME for every target, or TARGET=NAME for one (repeatable).",
+            help="Baseline snapshot NAME for every target, or TARGET=NAME for one "
+            "(repeatable); without one, a target's baseline is derived from its own record "
+            "(checkpoint, train log), as diagnose derives it.",
         ),
     ] = None,
     fmt: Annotated[
@@ -66,12 +69,10 @@ def health(
     from agent.health.run import plan_targets, run_health
 
     formats = _formats(fmt, out)
-    if not baseline:
-        raise UsageError("--baseline is required: NAME, or TARGET=NAME per target")
     targets = plan_targets(
         target or [],
         all_targets=all_targets,
-        baselines=baseline,
+        baselines=baseline or [],
         workspace=workspace,
         interpreter=interpreter,
         config=config,

@@ -21,23 +21,28 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from agent import applies
-from agent.baseline import baseline_store
-from agent.claims import resolve
+from agent import applies, timing
+from agent.baseline import DiffEntry, Snapshot, baseline_store
+from agent.claims import Claim, RatioBelow, Ref, check, resolve
 from agent.diff_keys import comparables
 from agent.doctor import Doctor
 from agent.facts import Fact, Ledger, latest, observed
 from agent.gather import SweepGatherer
 from agent.health.model import (
     APPLIES_CHECK,
+    REGRESSED_BELOW,
     SWEEP_CHECK,
     SYMPTOMS_CHECK,
     SYMPTOMS_TITLE,
+    THROUGHPUT_CHECK,
+    THROUGHPUT_TITLE,
     Check,
     Cited,
     CitedFact,
+    Judged,
     Metric,
     TargetResult,
+    figure,
 )
 from agent.hypotheses import TITLES, Hypothesis
 from agent.rules import default_rules
@@ -46,9 +51,11 @@ from agent.runner import record_outcome, run_session
 from agent.session import Session, ssh_dict
 from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
+from agent.symptoms import Symptom, broken
 from agent.throughput import primary_entry, subject
 from tools.errors import DoctorError, TransportError
 from tools.log import get_logger
+from tools.parsers.trainlog import EARLY_WHY
 from tools.sweep import Plan, SweepSpec, build_plan, render, sweep
 from tools.transport import SSHOptions, Transport
 from tools.transport.readonly import ReadOnlyCommand, ReadOnlyTransport
@@ -69,7 +76,11 @@ class HealthTarget:
     """How results name it: the profile name, or the URI as given."""
     uri: str
     spec: SweepSpec
-    baseline: str
+    baseline: str | None = None
+    """A snapshot's name; None derives the baseline from the target's own record, as
+    ``diagnose`` does without ``--baseline``."""
+    profile: str | None = None
+    """The profile file the target's settings came from, when one was used."""
 
 
 class Cancel:
@@ -127,7 +138,8 @@ def check_target(
     session: Session | None = None
     try:
         baselines = baseline_store()
-        baselines.load(target.baseline)  # a missing baseline: could not check, say why
+        # A missing snapshot: could not check, say why. None: derived in the graph.
+        snapshot = baselines.load(target.baseline) if target.baseline is not None else None
         session = Session.create(
             SessionConfig(
                 command="health",
@@ -143,7 +155,7 @@ def check_target(
         if cancel is not None:
             cancel.attach(guard, session)
         reserve = min(_AFTER_SWEEP, (deadline - started) * _AFTER_SWEEP_SHARE)
-        gatherer = SweepGatherer(
+        gatherer = HealthGatherer(
             guard,
             target.spec,
             session.ledger,
@@ -172,11 +184,29 @@ def check_target(
     finally:
         if session is not None:
             session.close()
-    result = target_result(target, state, session, started_at, time.monotonic() - started, rules)
+    result = target_result(
+        target, state, session, started_at, time.monotonic() - started, rules, snapshot
+    )
     # A warning when not healthy: with -q, that is what a cron mail or a journal shows.
     emit = bound.info if result.status == "healthy" else bound.warning
     emit("health_checked", status=result.status, reason=result.reason)
     return result
+
+
+class HealthGatherer(SweepGatherer):
+    """The gatherer of a health check. A family asks for the probes it needs that no fact
+    answers yet (``Doctor.gather_missing``); a probe the full sweep ran and that found
+    nothing to look at (no checkpoints, no console log) left no fact, so it is asked for
+    again. That second bundle is one the read-only guard never registered, and the target
+    would say the same again: it gets nothing, as the sweep did."""
+
+    def __call__(self, only: Iterable[str] | None) -> list[Fact]:
+        if only is not None:
+            swept = {p.name for p in build_plan(self.spec).runnable()}
+            only = [name for name in only if name not in swept]
+            if not only:
+                return []
+        return super().__call__(only)
 
 
 def guarded(
@@ -258,6 +288,14 @@ def not_checked(
     checks = [Check(name=SWEEP_CHECK, title="probe sweep", status="error", message=reason)]
     checks.append(
         Check(
+            name=THROUGHPUT_CHECK,
+            title=THROUGHPUT_TITLE,
+            status="skipped",
+            message="not checked: the target could not be checked",
+        )
+    )
+    checks.append(
+        Check(
             name=SYMPTOMS_CHECK,
             title=SYMPTOMS_TITLE,
             status="skipped",
@@ -281,10 +319,17 @@ def not_checked(
         )
         for r in (rules if rules is not None else default_rules())
     ]
+    if target.baseline is not None:
+        used = f"snapshot {target.baseline!r}"
+    else:
+        used = "derived from the target's own record (nothing was read from it)"
     return TargetResult(
         target=target.label,
         uri=target.uri,
+        workspace=target.spec.workspace,
+        profile=target.profile,
         baseline=target.baseline,
+        baseline_used=Cited(text=used),
         status="could_not_check",
         reason=reason,
         session=session,
@@ -305,11 +350,16 @@ def target_result(
     started_at: datetime,
     duration: float,
     rules: Sequence[Rule],
+    snapshot: Snapshot | None = None,
 ) -> TargetResult:
     ledger = session.ledger
     facts = [ledger.get(i) for i in state.facts]
+    used = baseline_used(ledger, state, snapshot)
+    which = f"snapshot {snapshot.name!r}" if snapshot is not None else "derived"
+    throughput, judged = _throughput_check(ledger, state, which)
     checks = [
         _sweep_check(facts),
+        throughput,
         _symptom_check(state),
         _apply_check(ledger, state),
         *_family_checks(state, rules),
@@ -326,13 +376,17 @@ def target_result(
         reason = f"insufficient evidence for: {', '.join(undecided)}{missing}"
     else:
         status, reason = "healthy", ""
-    metrics = _metrics(ledger, state)
+    metrics = _metrics(ledger, state, judged)
     cited = {c for check in checks for line in check.lines for c in line.cites}
     cited |= {c for m in metrics.values() for c in m.cites}
+    cited |= set(used.cites)
     return TargetResult(
         target=target.label,
         uri=target.uri,
+        workspace=target.spec.workspace,
+        profile=target.profile,
         baseline=target.baseline,
+        baseline_used=used,
         status=status,
         reason=reason,
         verdict=state.verdict,
@@ -341,8 +395,152 @@ def target_result(
         started_at=started_at,
         duration_s=round(duration, 3),
         checks=checks,
+        judged=judged,
         metrics=metrics,
         facts=_cited_facts(ledger, state, cited),
+    )
+
+
+def baseline_used(ledger: Ledger, state: DiagnosisState, snapshot: Snapshot | None) -> Cited:
+    """Which baseline the diff compared with: the snapshot, or what the derived one was
+    read from (the throughput's source first), citing the facts it was read from."""
+    speed = primary_entry(state.diff)
+    if snapshot is not None:
+        cites = [speed.baseline.fact] if speed is not None else []
+        return Cited(
+            text=f"snapshot {snapshot.name!r} of {snapshot.target}, taken "
+            f"{snapshot.created_at:%Y-%m-%d %H:%M} UTC",
+            cites=cites,
+        )
+    head = "derived from the target's own record, as diagnose derives it"
+    if not state.diff:
+        return Cited(text=f"{head}: it records nothing to compare with")
+    parts, cites = [], []
+    if speed is not None:
+        parts.append(f"{_quantity(speed)} from {_source(ledger, speed.baseline)}")
+        cites.append(speed.baseline.fact)
+    others = [d.baseline for d in state.diff if d is not speed]
+    if others:
+        checkpoints = timing.baseline_checkpoints(others, ledger)
+        read = [f"what checkpoint {name} recorded [{fact}]" for name, _, fact in checkpoints]
+        named = {fact for _, _, fact in checkpoints}
+        for fact_id in dict.fromkeys(r.fact for r in others):
+            probe = ledger.get(fact_id).probe
+            if probe == "trainlog":
+                read.append(f"the train log's early window [{fact_id}]")
+            elif fact_id not in named:
+                read.append(f"the {probe} fact [{fact_id}]")
+        plural = "quantity" if len(others) == 1 else "quantities"
+        parts.append(f"{len(others)} other compared {plural} from {', '.join(read)}")
+        cites += [r.fact for r in others]
+    return Cited(text=f"{head}: {'; '.join(parts)}", cites=list(dict.fromkeys(cites)))
+
+
+def _quantity(speed: DiffEntry) -> str:
+    """ "drafter tokens/s (recent median)" -> "drafter tokens/s"."""
+    return speed.label.partition(" (")[0]
+
+
+def _source(ledger: Ledger, ref: Ref) -> str:
+    """Where a derived baseline value was read: a checkpoint's record or the log's early
+    window (``agent.throughput``: ``early_median``)."""
+    fact = ledger.get(ref.fact)
+    if fact.probe == "checkpoints":
+        read = timing.baseline_checkpoints([ref], ledger)
+        if read:
+            name, step, _ = read[0]
+            when = f", written at step {step:,.0f}" if isinstance(step, int | float) else ""
+            return f"what checkpoint {name} recorded{when} [{fact.id}]"
+        return f"what the newest checkpoint recorded [{fact.id}]"
+    if fact.probe == "trainlog" and ref.path and ref.path[-1] == "early_median":
+        return f"the train log's early window ({EARLY_WHY}) [{fact.id}]"
+    return f"{'.'.join(map(str, ref.path))} in the {fact.probe} fact [{fact.id}]"
+
+
+def _throughput_check(
+    ledger: Ledger, state: DiagnosisState, which: str
+) -> tuple[Check, Judged | None]:
+    """The judged tokens/s against the baseline's (``which``: the snapshot, or derived):
+    failed when below ``REGRESSED_BELOW`` times it (the claim, checked on the two cited
+    facts), and the two figures, read from the same facts, for every output to print."""
+    speed = primary_entry(state.diff)
+    if speed is None:
+        log = latest(ledger, state.facts, "trainlog")
+        if log is not None and not log.ok:
+            return Check(
+                name=THROUGHPUT_CHECK,
+                title=THROUGHPUT_TITLE,
+                status="error",
+                message=f"could not read the train log: {log.error}",
+                lines=[Cited(text=f"trainlog: {log.error}", cites=[log.id])],
+            ), None
+        found = subject(log)
+        if found is None:
+            why = "no train log was found" if log is None else "the train log holds no tokens/s"
+        else:
+            why = f"the baseline ({which}) holds no {found.label}"
+        return Check(
+            name=THROUGHPUT_CHECK,
+            title=THROUGHPUT_TITLE,
+            status="skipped",
+            message=f"not judged: {why}",
+        ), None
+    claim = Claim(predicate=RatioBelow(a=speed.current, b=speed.baseline, ratio=REGRESSED_BELOW))
+    verdict = check(claim, ledger)
+    line = Cited(text=verdict.sentence, cites=list(verdict.cites), outcome=verdict.outcome)
+    now, then = _value(ledger, speed.current), _value(ledger, speed.baseline)
+    if verdict.outcome not in ("holds", "fails") or now is None or then is None:
+        return Check(
+            name=THROUGHPUT_CHECK,
+            title=THROUGHPUT_TITLE,
+            status="error",
+            message=f"could not compare: {verdict.sentence}",
+            lines=[line],
+        ), None
+    judged = Judged(
+        label=speed.label,
+        value=now,
+        value_fact=speed.current.fact,
+        baseline=then,
+        baseline_fact=speed.baseline.fact,
+    )
+    regressed = verdict.outcome == "holds"
+    message = (
+        f"{_quantity(speed)} {figure(now)} is {now / then:.2f}× the baseline's {figure(then)}: "
+        f"{'regressed' if regressed else 'not regressed'} (regressed below "
+        f"{REGRESSED_BELOW:g}× the baseline's, {figure(judged.threshold)}; baseline: {which})"
+    )
+    drops = _drops(state)
+    if regressed and drops:
+        # What the run did, beside the verdict: where it fell and what explains it.
+        message += "; " + "; ".join(_drop_words(s) for s in drops)
+    return Check(
+        name=THROUGHPUT_CHECK,
+        title=THROUGHPUT_TITLE,
+        status="failed" if regressed else "passed",
+        message=message,
+        lines=[line],
+    ), judged
+
+
+def _value(ledger: Ledger, ref: Ref) -> float | None:
+    return _number(resolve(ledger.get(ref.fact), ref.path)) if ref.fact in ledger else None
+
+
+def _drops(state: DiagnosisState) -> list[Symptom]:
+    """The verified drops of the judged throughput inside the run's own log."""
+    return [
+        s
+        for s in state.symptoms
+        if s.kind == "throughput_drop" and s.subject and s.status == "verified"
+    ]
+
+
+def _drop_words(drop: Symptom) -> str:
+    return drop.headline() + (
+        f" (explained by: {', '.join(drop.explained_by)})"
+        if drop.explained_by
+        else " (no verified family explains it)"
     )
 
 
@@ -388,35 +586,49 @@ def _apply_check(ledger: Ledger, state: DiagnosisState) -> Check:
 
 
 def _symptom_check(state: DiagnosisState) -> Check:
-    """A verified drop of the judged throughput is a regression whatever explains it (a
-    nightly check must not call a run at a third of its speed healthy because no family
-    named the cause); the explanation, or its absence, is the message."""
+    """What the run did over time, from its own log: a drop, a climb, steady. A change of
+    speed is told, not judged: a fall inside the run is no regression by itself (the run
+    may still be above its baseline, the figure the ``throughput`` check judges). A loss
+    gone NaN or a stalled trainer fails the check whatever the speed; a speed the log
+    does not hold makes it an error (the target could not be checked), never a pass."""
     lines = [
         Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
         for s in state.symptoms
         if s.subject or s.kind == "restarted"
         for v in s.verdicts
     ]
-    drops = [
-        s
-        for s in state.symptoms
-        if s.kind == "throughput_drop" and s.subject and s.status == "verified"
-    ]
-    if drops:
-        message = "; ".join(
-            s.headline()
-            + (
-                f" (explained by: {', '.join(s.explained_by)})"
-                if s.explained_by
-                else " (no verified family explains it)"
-            )
-            for s in drops
-        )
-        return Check(
-            name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="failed", message=message, lines=lines
-        )
+    drops = _drops(state)
     steady = [s for s in state.symptoms if s.kind == "throughput_steady" and s.subject]
-    if steady and steady[0].status == "verified":
+    faults = broken(state.symptoms)
+    unseen = [s for s in state.symptoms if s.kind == "speed_unobserved" and s.status == "verified"]
+    lines += [
+        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        for s in [*faults, *unseen]
+        for v in s.verdicts
+    ]
+    if faults:
+        # A loss gone NaN, a trainer alive whose logs stopped: faults whatever the speed.
+        return Check(
+            name=SYMPTOMS_CHECK,
+            title=SYMPTOMS_TITLE,
+            status="failed",
+            message="; ".join(s.headline() for s in faults),
+            lines=lines,
+        )
+    if unseen:
+        # "Healthy" needs the speed observed: without it the check cannot be made.
+        return Check(
+            name=SYMPTOMS_CHECK,
+            title=SYMPTOMS_TITLE,
+            status="error",
+            message=unseen[0].headline(),
+            lines=lines,
+        )
+    if drops:
+        message = "; ".join(_drop_words(s) for s in drops) + (
+            " — inside the run; the throughput check judges it against the baseline"
+        )
+    elif steady and steady[0].status == "verified":
         message = steady[0].headline()
     elif state.symptoms:
         message = "no sustained drop of the judged throughput"
@@ -483,13 +695,19 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
+def _metrics(ledger: Ledger, state: DiagnosisState, judged: Judged | None) -> dict[str, Metric]:
+    """The figures every output prints. tokens/s and the baseline's are ``judged``'s when
+    the throughput was judged: what the verdict followed from, never another reading."""
     out: dict[str, Metric] = {}
     trainlog = observed(latest(ledger, state.facts, "trainlog"))
     host = observed(latest(ledger, state.facts, "host"))
+    found = subject(trainlog)
+    who = found.who if found is not None else ""
+    if judged is not None:
+        out["tokens_per_s"] = Metric(
+            value=judged.value, cites=[judged.value_fact], label=f"{who}tokens/s"
+        )
     if trainlog is not None:
-        found = subject(trainlog)
-        who = found.who if found is not None else ""
         for key, path, label in (
             (
                 "tokens_per_s",
@@ -499,7 +717,7 @@ def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
             ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
         ):
             value = _number(resolve(trainlog, path))
-            if value is not None:
+            if value is not None and key not in out:
                 out[key] = Metric(value=value, cites=[trainlog.id], label=label)
         last = _number(resolve(trainlog, ("time", "last")))
         now = _number(resolve(host, ("now",))) if host is not None else None
@@ -509,16 +727,13 @@ def _metrics(ledger: Ledger, state: DiagnosisState) -> dict[str, Metric]:
                 cites=[host.id, trainlog.id],
                 label="seconds from the last train-log record to the target's clock",
             )
-    speed = primary_entry(state.diff)
-    if speed is not None:
-        value = _number(speed.baseline_value)
-        if value is not None:
-            out["baseline_tokens_per_s"] = Metric(
-                # "drafter tokens/s (recent median)" -> "baseline drafter tokens/s"
-                value=value,
-                cites=[speed.baseline.fact],
-                label=f"baseline {speed.label.partition(' (')[0]}",
-            )
+    if judged is not None:
+        out["baseline_tokens_per_s"] = Metric(
+            # "drafter tokens/s (recent median)" -> "baseline drafter tokens/s"
+            value=judged.baseline,
+            cites=[judged.baseline_fact],
+            label=f"baseline {judged.label.partition(' (')[0]}",
+        )
     return out
 
 

@@ -6,6 +6,11 @@ Under ``$XDG_STATE_HOME/dflash-doctor/health/``:
 - ``history.jsonl``     one line per target per run (status, tokens/s, last step age,
   regressed families): what the "since" columns and the throughput trends are read from.
 
+A target's history is its lines with the same key (``HistoryKey``): the label, the URI,
+the workspace and the profile file. ``local`` checked in two workspaces is two targets,
+and so is one profile name in two doctor.toml files: neither's trend or streak is the
+other's.
+
 "Since" is the first run of the current unbroken streak. A run that could not check a
 target neither extends nor breaks that target's healthy or regressed streak (nothing was
 learnt about it), unless the target still cannot be checked: then the streak is of
@@ -21,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,6 +36,23 @@ from tools.log import get_logger
 log = get_logger(__name__)
 
 
+class HistoryKey(NamedTuple):
+    """Whose history a line is. ``recorded`` is False for a line written before lines
+    named their workspace: which workspace it was is unknown, so it is a key of its own
+    (read, listed by ``entries``, and never matched by a run now, which always knows its
+    workspace, even when it is none) rather than mixed into some workspace's trend."""
+
+    target: str
+    uri: str
+    workspace: str | None
+    profile: str | None
+    recorded: bool = True
+
+    @classmethod
+    def of(cls, result: TargetResult) -> HistoryKey:
+        return cls(result.target, result.uri, result.workspace, result.profile)
+
+
 class HistoryEntry(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -37,7 +60,10 @@ class HistoryEntry(BaseModel):
     at: datetime
     target: str
     uri: str
-    baseline: str
+    workspace: str | None = None
+    profile: str | None = None
+    baseline: str | None = None
+    """The snapshot's name; None when derived."""
     status: Status
     tokens_per_s: float | None = None
     last_step_age_s: float | None = None
@@ -52,11 +78,28 @@ class HistoryEntry(BaseModel):
             at=result.started_at,
             target=result.target,
             uri=result.uri,
+            workspace=result.workspace,
+            profile=result.profile,
             baseline=result.baseline,
             status=result.status,
             tokens_per_s=tps.value if tps else None,
             last_step_age_s=age.value if age else None,
             regressions=result.regressions,
+        )
+
+    @property
+    def key(self) -> HistoryKey:
+        # A line that names no workspace (the field is absent, not null) predates keys.
+        recorded = "workspace" in self.model_fields_set
+        return HistoryKey(self.target, self.uri, self.workspace, self.profile, recorded)
+
+    def point(self) -> TrendPoint:
+        return TrendPoint(
+            run=self.run,
+            at=self.at,
+            status=self.status,
+            tokens_per_s=self.tokens_per_s,
+            regressions=self.regressions,
         )
 
 
@@ -99,10 +142,12 @@ class HealthHistory:
         self, results: list[TargetResult], run: str, trend: int = 30
     ) -> list[TargetResult]:
         """``annotate`` for a whole run, reading the history once."""
-        by_target: dict[str, list[HistoryEntry]] = {}
+        by_key: dict[HistoryKey, list[HistoryEntry]] = {}
         for entry in self.entries():
-            by_target.setdefault(entry.target, []).append(entry)
-        return [self.annotate(r, run, trend, past=by_target.get(r.target, [])) for r in results]
+            by_key.setdefault(entry.key, []).append(entry)
+        return [
+            self.annotate(r, run, trend, past=by_key.get(HistoryKey.of(r), [])) for r in results
+        ]
 
     def annotate(
         self,
@@ -114,9 +159,10 @@ class HealthHistory:
     ) -> TargetResult:
         """``result`` with ``since``, ``since_runs``, each failed check's ``since`` and
         the throughput trend, from the runs before this one (``past``, oldest first:
-        read from the history when not given)."""
+        read from the history when not given, the lines of ``result``'s key)."""
         if past is None:
-            past = self.entries(result.target)
+            key = HistoryKey.of(result)
+            past = [e for e in self.entries(result.target) if e.key == key]
         since, count = _streak(past, result.status, result.started_at)
         checks = []
         for check in result.checks:
@@ -125,10 +171,7 @@ class HealthHistory:
                 check = check.model_copy(update={"since": first})
             checks.append(check)
         recent = past[-(trend - 1) :] if trend > 1 else []
-        points = [
-            TrendPoint(run=e.run, at=e.at, status=e.status, tokens_per_s=e.tokens_per_s)
-            for e in [*recent, HistoryEntry.of(run, result)]
-        ]
+        points = [e.point() for e in [*recent, HistoryEntry.of(run, result)]]
         return result.model_copy(
             update={"since": since, "since_runs": count, "checks": checks, "trend": points}
         )

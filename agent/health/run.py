@@ -2,6 +2,7 @@
 baseline; machine-readable results and an exit code (see ``agent.health.model``).
 
     targets = plan_targets(["gpu-a", "ssh://root@gpu-b/pct:200"], baselines=["good"])
+    targets = plan_targets(["gpu-a"])  # no snapshot: derived, as diagnose derives it
     run = run_health(targets, ssh=SSHOptions(), jobs=4, limit=600)
     run.exit_code                      # 0 healthy, 1 regression, 2 could not check
 
@@ -24,7 +25,7 @@ from agent.health.model import HealthRun, TargetResult, exit_code
 from agent.session import app_state, new_session_id
 from agent.targets import resolve_target
 from tools.errors import UsageError
-from tools.profile import load_config
+from tools.profile import default_config_path, load_config
 from tools.transport import SSHOptions
 
 __all__ = [
@@ -42,9 +43,11 @@ def health_home() -> Path:
     return app_state() / "health"
 
 
-def _baselines(given: Sequence[str], targets: Sequence[tuple[str, str]]) -> dict[str, str]:
+def _baselines(given: Sequence[str], targets: Sequence[tuple[str, str]]) -> dict[str, str | None]:
     """``--baseline NAME`` for every target, ``--baseline TARGET=NAME`` for one; the
-    TARGET is the profile name or the URI, as given to ``--target`` or as reported."""
+    TARGET is the profile name or the URI, as given to ``--target`` or as reported. A
+    target named by neither gets None: its baseline is derived from its own record, as
+    ``diagnose`` derives one without ``--baseline``."""
     default: str | None = None
     override: dict[str, str] = {}
     for item in given:
@@ -61,29 +64,23 @@ def _baselines(given: Sequence[str], targets: Sequence[tuple[str, str]]) -> dict
     unknown = sorted(set(override) - known)
     if unknown:
         raise UsageError(f"--baseline for unknown target(s): {', '.join(unknown)}")
-    out = {}
-    for typed, label in targets:
-        chosen = override.get(typed) or override.get(label) or default
-        if chosen is None:
-            raise UsageError(
-                f"no baseline for target {label!r}: give --baseline NAME or --baseline {label}=NAME"
-            )
-        out[label] = chosen
-    return out
+    return {
+        label: override.get(typed) or override.get(label) or default for typed, label in targets
+    }
 
 
 def plan_targets(
     targets: Sequence[str] = (),
     *,
     all_targets: bool = False,
-    baselines: Sequence[str],
+    baselines: Sequence[str] = (),
     workspace: str | None = None,
     interpreter: str | None = None,
     config: str | None = None,
 ) -> list[HealthTarget]:
     """Resolve what the user typed; a target that does not resolve stops the run before
-    anything is checked (the command line is wrong), a missing baseline does not (that
-    target is reported as not checked, the others are checked)."""
+    anything is checked (the command line is wrong), a snapshot that does not exist does
+    not (that target is reported as not checked, the others are checked)."""
     if all_targets and targets:
         raise UsageError("give --all or --target, not both")
     if all_targets:
@@ -102,8 +99,16 @@ def plan_targets(
     if twice:
         raise UsageError(f"target(s) named more than once: {', '.join(twice)}")
     chosen = _baselines(baselines, [(typed, label) for typed, label, _ in resolved])
+    # The profile file is part of a target's history key (agent.health.history).
+    profile = str((Path(config) if config else default_config_path()).resolve())
     return [
-        HealthTarget(label=label, uri=str(r.uri), spec=r.spec, baseline=chosen[label])
+        HealthTarget(
+            label=label,
+            uri=str(r.uri),
+            spec=r.spec,
+            baseline=chosen[label],
+            profile=profile if r.profile is not None else None,
+        )
         for _, label, r in resolved
     ]
 

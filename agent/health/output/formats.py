@@ -53,8 +53,14 @@ def write(run: HealthRun, formats: Sequence[Format], out: Path) -> list[Path]:
         for t in run.targets:
             if any(p.tokens_per_s is not None for p in t.trend):
                 name = trend_name(t.target)
-                base = t.metrics.get("baseline_tokens_per_s")
-                chart = svg(t.trend, f"{t.target} tokens/s", base.value if base else None)
+                # Drawn from the figures the throughput was judged on (``judged``).
+                chart = svg(
+                    t.trend,
+                    f"{t.target} tokens/s",
+                    t.judged.baseline if t.judged else None,
+                    which=t.baseline_used.text if t.baseline_used else "",
+                    ratio=t.judged.ratio if t.judged else None,
+                )
                 write_atomic(out / name, chart)
                 trend_files[t.target] = name
                 written.append(out / name)

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
 from agent.claims import with_cites
-from agent.health.model import Check, HealthRun, TargetResult
+from agent.health.model import Check, HealthRun, TargetResult, exact
 
 XSD = "junit.xsd"
 
@@ -47,7 +47,7 @@ def _detail(check: Check) -> str:
     return _xml_text("\n".join(line for line in lines if line))
 
 
-def _suite(t: TargetResult, parent: ET.Element) -> None:
+def _suite(t: TargetResult, parent: ET.Element, rule: str) -> None:
     suite = ET.SubElement(
         parent,
         "testsuite",
@@ -60,11 +60,20 @@ def _suite(t: TargetResult, parent: ET.Element) -> None:
         },
     )
     props = ET.SubElement(suite, "properties")
-    values = {"status": t.status, "baseline": t.baseline, "session": t.session or ""}
+    values = {
+        "status": t.status,
+        "baseline": t.baseline if t.baseline is not None else "derived",
+        "session": t.session or "",
+        "regression_rule": rule,
+    }
+    if t.baseline_used is not None:
+        values["baseline_used"] = with_cites(t.baseline_used.text, t.baseline_used.cites)
     if t.since is not None:
         values["since"] = t.since.isoformat()
     for key, metric in t.metrics.items():
-        values[key] = f"{metric.value:g}"
+        values[key] = exact(metric.value)
+    if t.judged is not None:
+        values["regressed_below_tokens_per_s"] = exact(t.judged.threshold)
     for name, value in values.items():
         ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
     for check in t.checks:
@@ -106,6 +115,6 @@ def render(run: HealthRun) -> str:
         {"name": f"dflash-doctor health {run.run}", **_counts(checks), "time": f"{duration:.3f}"},
     )
     for t in run.targets:
-        _suite(t, root)
+        _suite(t, root, run.rule)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from agent.claims import with_cites
-from agent.health.model import HealthRun, Metric, TargetResult
+from agent.health.model import HealthRun, Metric, TargetResult, figure
 from agent.health.output.trend import sparkline
 
 MARK = {"healthy": "✔ healthy", "regressed": "✘ regressed", "could_not_check": "? could not check"}
@@ -28,10 +28,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _metric(metric: Metric | None, fmt: str = "{:,.0f}") -> str:
+def _metric(metric: Metric | None) -> str:
     if metric is None:
         return "–"
-    return f"{fmt.format(metric.value)} [{', '.join(metric.cites)}]"
+    return f"{figure(metric.value)} [{', '.join(metric.cites)}]"
+
+
+def which(t: TargetResult) -> str:
+    """The baseline in a word or two: the snapshot's name, or derived."""
+    return f"snapshot `{t.baseline}`" if t.baseline is not None else "derived"
 
 
 def _age(metric: Metric | None) -> str:
@@ -57,9 +62,11 @@ def render(run: HealthRun, trend_files: Mapping[str, str] | None = None) -> str:
         f"- run: `{run.run}`, {_when(run.started_at)}, {len(run.targets)} target(s), "
         f"{run.jobs} at a time, {run.target_timeout_s:g}s limit each",
         f"- exit code {run.exit_code}: {run.exit_reason}",
+        f"- a target is {run.rule}",
         "",
-        "| target | status | since | tokens/s | trend | last step age | regressed |",
-        "|---|---|---|---|---|---|---|",
+        "| target | status | since | tokens/s | baseline tokens/s | trend | last step age "
+        "| regressed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in run.targets:
         since = f"{_when(t.since)} ({t.since_runs} run{'s' if t.since_runs != 1 else ''})"
@@ -73,6 +80,7 @@ def render(run: HealthRun, trend_files: Mapping[str, str] | None = None) -> str:
                     MARK[t.status],
                     since,
                     _metric(t.metrics.get("tokens_per_s")),
+                    _baseline_cell(t),
                     spark or "–",
                     _age(t.metrics.get("last_step_age_s")),
                     ", ".join(t.regressions) or "–",
@@ -86,11 +94,23 @@ def render(run: HealthRun, trend_files: Mapping[str, str] | None = None) -> str:
     return "\n".join(out)
 
 
+def _baseline_cell(t: TargetResult) -> str:
+    metric = t.metrics.get("baseline_tokens_per_s")
+    return f"{_metric(metric)} ({which(t)})" if metric is not None else which(t)
+
+
 def _section(t: TargetResult, trend_file: str | None) -> list[str]:
     out = [f"## `{t.target}` — {MARK[t.status]}", ""]
     if t.uri != t.target:
         out.append(f"- target: `{t.uri}`")
-    out.append(f"- baseline: `{t.baseline}`")
+    if t.workspace is not None:
+        out.append(f"- workspace: `{t.workspace}`")
+    if t.profile is not None:
+        out.append(f"- profile: `{t.profile}`")
+    if t.baseline_used is not None:
+        out.append(f"- baseline: {with_cites(t.baseline_used.text, t.baseline_used.cites)}")
+    else:  # a run recorded before results said which
+        out.append(f"- baseline: {which(t)}")
     if t.reason:
         out.append(f"- {t.reason}")
     if t.session:
@@ -98,9 +118,14 @@ def _section(t: TargetResult, trend_file: str | None) -> list[str]:
     for key in ("tokens_per_s", "baseline_tokens_per_s"):
         if key in t.metrics:
             out.append(f"- {t.metrics[key].label} = {_metric(t.metrics[key])}")
+    if t.judged is not None:
+        out.append(
+            f"- regressed below {figure(t.judged.threshold)} tokens/s "
+            f"({t.judged.ratio:g}× the baseline's {figure(t.judged.baseline)})"
+        )
     if "last_step" in t.metrics:
         last = t.metrics["last_step"]
-        out.append(f"- {last.label} = {_metric(last, '{:,.0f}')}")
+        out.append(f"- {last.label} = {_metric(last)}")
     if "last_step_age_s" in t.metrics:
         out.append(f"- last step age = {_age(t.metrics['last_step_age_s'])}")
     values = [p.tokens_per_s for p in t.trend]
@@ -126,7 +151,7 @@ def _section(t: TargetResult, trend_file: str | None) -> list[str]:
     if t.facts:
         out += ["| fact | probe | command |", "|---|---|---|"]
         for f in t.facts:
-            which = " (baseline)" if f.baseline else ""
-            out.append(f"| {f.id}{which} | {f.probe} | `{_cell(f.command)}` |")
+            side = " (baseline)" if f.baseline else ""
+            out.append(f"| {f.id}{side} | {f.probe} | `{_cell(f.command)}` |")
         out.append("")
     return out

@@ -1,6 +1,8 @@
 """The health run as a Prometheus textfile-collector file (node_exporter's
-``--collector.textfile.directory``): status, regression flags per family, tokens/s, the
-last step's age, and when each status began.
+``--collector.textfile.directory``): status, regression flags per family and for the
+throughput, the judged tokens/s and the baseline's (the figures the verdict followed
+from), the ratio and the figure below which it is a regression, which baseline it was,
+the last step's age, and when each status began.
 
 node_exporter reads the directory at every scrape, so the file is written whole and
 renamed into place (see ``agent.health.output.formats``); a half-written file is never read.
@@ -13,7 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from agent.health.model import HealthRun, Status, TargetResult
+from agent.health.model import (
+    REGRESSED_BELOW,
+    RULE,
+    THROUGHPUT_CHECK,
+    HealthRun,
+    Status,
+    TargetResult,
+    exact,
+)
 from agent.rules import default_rules
 
 STATUSES: tuple[Status, ...] = ("healthy", "regressed", "could_not_check")
@@ -27,17 +37,13 @@ def _labels(**labels: str) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
 
 
-def _number(value: float) -> str:
-    return repr(float(value)) if value != int(value) else str(int(value))
-
-
 class _Family:
     def __init__(self, name: str, kind: str, help_: str) -> None:
         self.name, self.kind, self.help = name, kind, help_
         self.samples: list[str] = []
 
     def add(self, value: float, **labels: str) -> None:
-        self.samples.append(f"{self.name}{_labels(**labels) if labels else ''} {_number(value)}")
+        self.samples.append(f"{self.name}{_labels(**labels) if labels else ''} {exact(value)}")
 
     def lines(self) -> Iterable[str]:
         if not self.samples:
@@ -56,8 +62,29 @@ def render(run: HealthRun) -> str:
                 "health_regression_family",
                 "1 if the failure family is verified against the baseline (checked targets).",
             ),
-            ("tokens_per_second", "Recent median tokens/s (drafter) from the train log."),
-            ("baseline_tokens_per_second", "The baseline's drafter tokens/s."),
+            (
+                "health_throughput_regression",
+                "1 if the judged tokens/s is below the ratio times the baseline's, 0 if not "
+                "(targets whose throughput was judged).",
+            ),
+            ("health_regression_ratio", f"The ratio in the rule: {RULE}."),
+            (
+                "tokens_per_second",
+                "The judged tokens/s: the subject's recent median in the train log.",
+            ),
+            (
+                "baseline_tokens_per_second",
+                "The baseline's tokens/s the judged figure was compared with.",
+            ),
+            (
+                "regressed_below_tokens_per_second",
+                "The baseline's tokens/s times the ratio: below it, the target regressed.",
+            ),
+            (
+                "health_baseline_info",
+                "1, labelled with the baseline the target was compared with: a snapshot "
+                "(its name) or derived from its own record.",
+            ),
             ("last_step", "The last step in the train log."),
             (
                 "last_step_age_seconds",
@@ -72,6 +99,7 @@ def render(run: HealthRun) -> str:
     families = [r.kind for r in default_rules()]
     for t in run.targets:
         _target(t, f, families)
+    f["health_regression_ratio"].add(REGRESSED_BELOW)
     f["health_last_run_timestamp_seconds"].add(round(run.started_at.timestamp(), 3))
     f["health_exit_code"].add(run.exit_code)
     return "\n".join(line for family in f.values() for line in family.lines()) + "\n"
@@ -83,6 +111,16 @@ def _target(t: TargetResult, f: dict[str, _Family], families: Sequence[str]) -> 
     f["health_up"].add(int(t.status != "could_not_check"), target=t.target)
     f["health_regression"].add(int(t.status == "regressed"), target=t.target)
     checked = {c.name: c.status for c in t.checks if c.status in ("passed", "failed")}
+    if THROUGHPUT_CHECK in checked:
+        f["health_throughput_regression"].add(
+            int(checked[THROUGHPUT_CHECK] == "failed"), target=t.target
+        )
+    f["health_baseline_info"].add(
+        1,
+        target=t.target,
+        kind="snapshot" if t.baseline is not None else "derived",
+        baseline=t.baseline or "",
+    )
     for family in families:
         if family in checked:
             f["health_regression_family"].add(
@@ -96,6 +134,8 @@ def _target(t: TargetResult, f: dict[str, _Family], families: Sequence[str]) -> 
     ):
         if key in t.metrics:
             f[name].add(t.metrics[key].value, target=t.target)
+    if t.judged is not None:
+        f["regressed_below_tokens_per_second"].add(t.judged.threshold, target=t.target)
     if t.since is not None:
         f["health_status_since_timestamp_seconds"].add(
             round(t.since.timestamp(), 3), target=t.target

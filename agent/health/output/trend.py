@@ -1,8 +1,10 @@
 """Throughput trends: a unicode sparkline for Markdown and terminals, and a small SVG
 line chart (written beside the Markdown report with ``--out``, linked from it).
 
-Both are drawn from the history's tokens/s values only; a run without a value (the target
-could not be checked, or its log had no throughput) is a gap, never a zero.
+Both are drawn from the history's tokens/s values only, each run's judged figure; a run
+without a value (the target could not be checked, or its log had no throughput) is a gap,
+never a zero. The chart also draws the figures tonight's verdict followed from: the
+baseline's tokens/s and the line below which the run regressed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from agent.health.model import TrendPoint
+from agent.health.model import THROUGHPUT_CHECK, TrendPoint, figure
 
 BARS = "▁▂▃▄▅▆▇█"
 GAP = "·"
@@ -36,9 +38,18 @@ def sparkline(values: Sequence[float | None]) -> str:
 _W, _H, _PAD = 480, 120, 28
 
 
-def svg(points: Sequence[TrendPoint], title: str, baseline: float | None = None) -> str:
+def svg(
+    points: Sequence[TrendPoint],
+    title: str,
+    baseline: float | None = None,
+    *,
+    which: str = "",
+    ratio: float | None = None,
+) -> str:
     """A line chart of tokens/s per run: gaps break the line, each point is coloured by
-    the run's status, and the baseline's tokens/s (when known) is a dashed line."""
+    its run's verdict (red: the throughput regressed; orange: another check failed), the
+    baseline's tokens/s (``which`` says whose) is a dashed line and, with ``ratio``, the
+    figure below which the run regressed a dotted one."""
     values = [p.tokens_per_s for p in points]
     known = [v for v in values if v is not None]
     high = max([*known, baseline or 0.0]) if known or baseline else 1.0
@@ -64,21 +75,38 @@ def svg(points: Sequence[TrendPoint], title: str, baseline: float | None = None)
         if p.tokens_per_s is None:
             continue
         x, y = xy(i, p.tokens_per_s)
-        colour = {"healthy": "#2f855a", "regressed": "#c53030"}.get(p.status, "#718096")
-        label = f"{p.at:%Y-%m-%d %H:%M} UTC: {p.tokens_per_s:,.0f} tok/s ({p.status})"
+        if THROUGHPUT_CHECK in p.regressions:
+            colour = "#c53030"
+        else:
+            colour = {"healthy": "#2f855a", "regressed": "#dd6b20"}.get(p.status, "#718096")
+        failed = f": {', '.join(p.regressions)}" if p.regressions else ""
+        label = f"{p.at:%Y-%m-%d %H:%M} UTC: {figure(p.tokens_per_s)} tok/s ({p.status}{failed})"
         marks.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}">'
             f"<title>{escape(label)}</title></circle>"
         )
+    guides = []
     if baseline is not None:
-        _, y = xy(0, baseline)
+        whose = f" ({which})" if which else ""
+        guides.append((baseline, "4 3", f"baseline: {figure(baseline)} tok/s{whose}"))
+        if ratio is not None:
+            below = f"regressed below: {figure(baseline * ratio)} tok/s ({ratio:g}× the baseline's)"
+            guides.append((baseline * ratio, "1 3", below))
+    for value, dashes, text in reversed(guides):
+        _, y = xy(0, value)
         lines.insert(
             0,
             f'<line x1="{_PAD}" y1="{y:.1f}" x2="{_W - _PAD}" y2="{y:.1f}" stroke="#718096" '
-            f'stroke-dasharray="4 3"><title>baseline: {baseline:,.0f} tok/s</title></line>',
+            f'stroke-dasharray="{dashes}"><title>{escape(text)}</title></line>',
         )
     last = next((v for v in reversed(values) if v is not None), None)
-    caption = f"{title}: {last:,.0f} tok/s (latest of {len(points)} runs)" if last else title
+    caption = title
+    if last is not None:
+        caption = f"{title}: {figure(last)} tok/s (latest of {len(points)} runs)"
+    if baseline is not None:
+        caption += f", baseline {figure(baseline)}"
+        if ratio is not None:
+            caption += f", regressed below {figure(baseline * ratio)}"
     return "\n".join(
         [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" '
