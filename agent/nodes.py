@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
+from agent import progress, timing
 from agent import symptoms as layer
-from agent import timing
 from agent.applicability import set_aside
 from agent.baseline import diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
@@ -50,7 +50,9 @@ def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     """The symptom layer, before any family: what the run did over time, from the newest
     train-log fact, each symptom checked on it (``agent.symptoms``)."""
     doctor = runtime.context
-    found = layer.check_all(layer.find(_evidence(state, doctor).latest("trainlog")), doctor.ledger)
+    found = layer.find(_evidence(state, doctor).latest("trainlog"))
+    stall = progress.stalled(doctor.ledger, state.facts)
+    found = layer.check_all([*found, *([stall] if stall is not None else [])], doctor.ledger)
     log.info("symptoms", found=[f"{s.kind}:{s.status}" for s in found])
     return {"symptoms": found}
 

@@ -56,6 +56,7 @@ SymptomKind = Literal[
     "throughput_possible_drop",
     "speed_unobserved",
     "loss_nonfinite",
+    "stalled",
     "restarted",
 ]
 
@@ -127,6 +128,9 @@ class Symptom(BaseModel):
                 f"{self.series}: possible drop to {self.ratio:.2f}×{where}, not confirmed"
                 f" ({self.note})"
             )
+        if self.kind == "stalled":
+            after = f" after step {_num(self.step)}" if self.step is not None else ""
+            return f"the run stalled{after}: {self.note}"
         if self.kind == "speed_unobserved":
             return f"the run's speed is not observed: {self.note}"
         if self.kind == "loss_nonfinite" and self.series != "loss":
@@ -328,12 +332,16 @@ COUNTER_KINDS = ("stated_average", "derived")
 
 
 POSSIBLE_LEAST = 2  # windows on each side of a drop that is possible, not confirmed
+# A drop too short to confirm is told only when it is large: a few windows of a short
+# run on a shared machine swing by a third (a neighbour's burst, a checkpoint save inside
+# a logging interval), and a halving is no such swing.
+POSSIBLE_DROP = 0.5
 
 
 def _possible_drop(values: Sequence[float]) -> tuple[int, float] | None:
     """A drop too short or too few windows long to be sustained (``change_points``),
     yet plain: (k, ratio) where every window from ``k`` on is below the median before it
-    and their median is below ``DROP`` times that. A run that slowed in its last few
+    and their median is below ``POSSIBLE_DROP`` times that. A run that slowed in its last few
     records is said to have possibly slowed, never to be fine."""
     ys = [math.log(v) for v in values]
     k = _split(ys, POSSIBLE_LEAST)
@@ -341,7 +349,7 @@ def _possible_drop(values: Sequence[float]) -> tuple[int, float] | None:
         return None
     before, after = values[:k], values[k:]
     ratio = statistics.median(after) / statistics.median(before)
-    if ratio >= DROP or max(after) >= statistics.median(before):
+    if ratio >= POSSIBLE_DROP or max(after) >= statistics.median(before):
         return None
     return k, ratio
 
@@ -449,7 +457,13 @@ def find(fact: Fact | None) -> list[Symptom]:
                     ratio=ratio,
                     note=_unconfirmed(k, len(values)),
                     claims=(
-                        _ratio(ref, series, ((idx[0], idx[k - 1]), (idx[k], idx[-1])), DROP, True),
+                        _ratio(
+                            ref,
+                            series,
+                            ((idx[0], idx[k - 1]), (idx[k], idx[-1])),
+                            POSSIBLE_DROP,
+                            True,
+                        ),
                     ),
                 )
             )
@@ -667,14 +681,18 @@ def observed_healthy(symptoms: Sequence[Symptom]) -> bool:
         for s in symptoms
     )
     return ok and not any(
-        s.status == "verified" and s.kind in ("throughput_possible_drop", "loss_nonfinite")
-        for s in symptoms
+        s.status == "verified" and s.kind in ("throughput_possible_drop", *BROKEN) for s in symptoms
     )
 
 
+# Symptoms that are faults whatever the speed: a loss gone NaN or infinite, a trainer
+# alive whose logs stopped.
+BROKEN = ("loss_nonfinite", "stalled")
+
+
 def broken(symptoms: Sequence[Symptom]) -> list[Symptom]:
-    """Verified symptoms that are faults whatever the speed: a loss gone NaN or infinite."""
-    return [s for s in symptoms if s.kind == "loss_nonfinite" and s.status == "verified"]
+    """The verified symptoms of ``BROKEN``."""
+    return [s for s in symptoms if s.kind in BROKEN and s.status == "verified"]
 
 
 def check_all(symptoms: Sequence[Symptom], ledger: Ledger) -> list[Symptom]:

@@ -11,7 +11,12 @@ import structlog
 
 import tools.log
 
-pytest_plugins = ["tests.lib.sshd", "tests.lib.workspaces", "tests.lib.foreign_trainers"]
+pytest_plugins = [
+    "tests.lib.sshd",
+    "tests.lib.workspaces",
+    "tests.lib.foreign_trainers",
+    "tests.lib.hf_runs",
+]
 
 # Session fixtures that each cost a real training run of 15-50 s. xdist builds a session
 # fixture once per worker that uses it, so the files that use one of these run on one
@@ -22,6 +27,13 @@ SHARED_RUNS = {
     "hf_workspace": "foreign",
     "lightning_workspace": "foreign",
     "threads_workspace": "foreign",
+    "hf_default_run": "hf_runs",
+    "hf_tokens_run": "hf_runs",
+    "hf_resumed_slow_60": "hf_runs",
+    "hf_resumed_slow_200": "hf_runs",
+    "hf_nan_run": "hf_runs",
+    "hf_nan_filtered_run": "hf_runs",
+    "hf_stalled_run": "hf_runs",
 }
 
 

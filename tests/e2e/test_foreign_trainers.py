@@ -22,6 +22,7 @@ import jsonschema
 import pytest
 
 from agent.report.model import SCHEMA
+from tests.lib import oracle
 from tests.lib.foreign_trainers import CLI, Workspace, cli
 from tests.lib.torch_error_texts import RECOMPILE_LIMIT, RECOMPILE_LIMIT_OLD
 
@@ -43,6 +44,8 @@ def diagnose(ws: Path, state: Path, *extra: str, discover: bool = False) -> dict
     report: dict[str, Any] = json.loads(run.stdout)
     # The document has the shape the shipped schema writes down (README: Guided, …).
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
+    # Every speed figure it holds is recomputed from the log by the independent oracle.
+    assert oracle.check_report(report) == [], explain(report)
     return report
 
 

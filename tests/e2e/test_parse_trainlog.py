@@ -319,7 +319,8 @@ def test_the_bundle_carries_every_module_of_the_parser(tmp_path: Path) -> None:
     here = trainlog_probe.collect(dict(params), Context())
     # The log's pulse is the seconds since it last changed, read when each probe ran:
     # the one thing that differs between two reads of one file.
-    ages = here["file"].pop("age_s"), shipped.value["file"].pop("age_s")
+    there: Any = shipped.value
+    ages = here["file"].pop("age_s"), there["file"].pop("age_s")
     assert all(isinstance(a, float) and a >= 0 for a in ages), ages
     assert json.loads(json.dumps(_jsonable(here))) == shipped.value
     assert here["steps"]["restarts"] == 3 and here["malformed"] == 2

@@ -238,3 +238,23 @@ def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
     exp = _median([v for v in speeds if v is not None])
     same("speed.early.value", exp, early["value"], f"median over windows 1-{span}")
     return bad
+
+
+def check_report(report: dict[str, Any]) -> list[Mismatch]:
+    """Every speed figure of every train-log fact a ``diagnose --json`` report lists,
+    recomputed from the log file the fact names (its ``source.path``). A fact whose speed
+    is per-step counts over step times (``derived_values``) is not recomputed here."""
+    bad: list[Mismatch] = []
+    for fact in report["facts"]:
+        value = fact.get("value")
+        # A baseline's fact describes the file as it was when the snapshot was taken.
+        if fact["probe"] != "trainlog" or fact.get("baseline") or not isinstance(value, dict):
+            continue
+        source = value.get("source") or {}
+        path = Path(str(source.get("path", "")))
+        if "speed" not in value or not path.is_file():
+            continue
+        if value["speed"]["kind"] == "derived_values":
+            continue
+        bad += [m._replace(where=f"{fact['id']} {m.where}") for m in check(path, value)]
+    return bad

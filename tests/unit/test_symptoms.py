@@ -4,6 +4,7 @@ facts made by the real parser from logs written the way other trainers write the
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -161,15 +162,16 @@ def test_no_windows_no_symptoms() -> None:
     assert find(failed) == [] and find(None) == []
 
 
-def test_a_nightly_check_calls_a_verified_drop_a_regression(tmp_path: Path) -> None:
-    """Health: a drop of the judged throughput fails the symptoms check, explained or
-    not; a steady run passes it, saying so."""
+def test_a_nightly_check_tells_a_drop_inside_the_run(tmp_path: Path) -> None:
+    """Health: a drop of the judged throughput inside the run is told by the symptoms
+    check, not judged (the throughput check judges the figure against the baseline); a
+    steady run passes it, saying so."""
     from agent.health.check import _symptom_check
     from agent.state import DiagnosisState
 
     ledger = Ledger()
     for drop, status, words in (
-        (True, "failed", "fell to 0.3"),
+        (True, "passed", "fell to 0.3"),
         (False, "passed", "is steady"),
     ):
         incident_log(tmp_path / "metrics.jsonl", drop=drop)
@@ -193,3 +195,34 @@ def test_a_nightly_check_calls_a_verified_drop_a_regression(tmp_path: Path) -> N
 def fact_of_drop(tmp_path: Path, ledger: Ledger) -> Fact:
     incident_log(tmp_path / "drop.jsonl")
     return fact_of(tmp_path / "drop.jsonl", ledger)
+
+
+def test_a_nightly_check_fails_a_nan_loss_and_cannot_pass_a_run_without_a_speed(
+    tmp_path: Path,
+) -> None:
+    """Health: a loss gone NaN fails the symptoms check whatever the speed (the step it
+    began is in the message); a log that holds no speed makes the check an error, so the
+    target could not be checked, never "healthy"."""
+    from agent.health.check import _symptom_check
+    from agent.state import DiagnosisState
+
+    ledger = Ledger()
+    nan = tmp_path / "nan.jsonl"
+    nan.write_text(
+        "".join(
+            json.dumps({"step": s, "tok/s": 1000.0, "loss": 2.0 if s < 30 else math.nan}) + "\n"
+            for s in range(1, 61)
+        )
+    )
+    symptoms = explain(check_all(find(fact_of(nan, ledger)), ledger), [])
+    check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
+    assert (check.status, check.message) == (
+        "failed",
+        "the loss is nan in 31 record(s), first at step 30",
+    )
+    blind = tmp_path / "blind.jsonl"
+    blind.write_text("".join(json.dumps({"step": s, "loss": 2.0}) + "\n" for s in range(1, 61)))
+    symptoms = explain(check_all(find(fact_of(blind, ledger)), ledger), [])
+    check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
+    assert check.status == "error"
+    assert check.message.startswith("the run's speed is not observed: a tokens/s field"), check

@@ -112,9 +112,10 @@ def test_a_log_without_roles_or_groups(tmp_path: Path) -> None:
     entries = compared(ledger, fact)
     speed = primary_entry(list(entries.values()))
     assert speed is not None and speed.key == "throughput"
-    recent = fact.value["speed"]["recent"]
+    value: Any = fact.value
+    recent: dict[str, Any] = value["speed"]["recent"]
     assert speed.label == f"tokens/s (tok/s, median of the last {recent['records']} records)"
-    assert recent["records"] < fact.value["records"]
+    assert recent["records"] < value["records"]
     assert speed.current_value == pytest.approx(SLOW)
     assert speed.baseline_value == pytest.approx(GOOD)
     assert "drafter" not in " ".join(d.label for d in entries.values())

@@ -1,0 +1,156 @@
+"""Is the run still advancing: a trainer whose process lives while its logs stopped.
+
+A hung trainer (a deadlock, a collective no rank joins, a sleep left in a callback) is
+the worst thing to call healthy: its log simply ends, and every figure in it looks
+fine. The symptom is three checked facts together:
+
+- each of the run's logs (the train log and the console) has not changed for a while
+  (``age_s``, the seconds since its last write on the target's own clock, read by the
+  trainlog and stdoutlog probes);
+- "a while" is measured against the run's own logging interval: ``STALL_FACTOR`` times
+  the median seconds between its records (the speed's clock, else the records'
+  timestamps), and never under ``STALL_FLOOR`` seconds;
+- a trainer process runs in the workspace (its working directory is there) and is not
+  a zombie.
+
+Without an interval the stall is not judged: a log that never says how often it writes
+cannot be late.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from agent.claims import AtLeast, AtMost, Claim, Matches, Ref
+from agent.facts import Fact, Ledger, latest, observed
+from agent.symptoms import Symptom
+
+STALL_FACTOR = 5.0
+STALL_FLOOR = 30.0  # seconds: a checkpoint save or an evaluation pauses a log that long
+ALIVE_STATES = "RSD"  # running, sleeping, waiting on I/O: not a zombie, not stopped
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def logging_interval(trainlog: Fact) -> tuple[float, tuple[str, ...], str] | None:
+    """The run's own seconds between records, where it is in the fact, and what it is."""
+    value = _dict(trainlog.value)
+    spoken = _number(_dict(value.get("speed")).get("median_interval_s"))
+    if spoken is not None and spoken > 0:
+        return spoken, ("speed", "median_interval_s"), "median seconds between its records"
+    stamped = _number(_dict(value.get("time")).get("median_interval_s"))
+    if stamped is not None and stamped > 0:
+        return stamped, ("time", "median_interval_s"), "median seconds between its timestamps"
+    return None
+
+
+def _trainer_in(processes: Fact, root: str) -> int | None:
+    """The index of a live process whose working directory is the workspace."""
+    for i, proc in enumerate(_dict(processes.value).get("processes") or []):
+        proc = _dict(proc)
+        cwd, state = proc.get("cwd"), proc.get("state")
+        if (
+            isinstance(cwd, str)
+            and (cwd == root or cwd.startswith(root.rstrip("/") + "/"))
+            and isinstance(state, str)
+            and state in ALIVE_STATES
+        ):
+            return i
+    return None
+
+
+def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
+    """The stall symptom, unchecked, when the facts show one; None when they do not (a
+    log still growing, no live trainer in the workspace, or no interval to judge by)."""
+    trainlog = observed(latest(ledger, fact_ids, "trainlog"))
+    layout = observed(latest(ledger, fact_ids, "layout"))
+    processes = observed(latest(ledger, fact_ids, "processes"))
+    if trainlog is None or layout is None or processes is None:
+        return None
+    root = _dict(layout.value).get("root")
+    interval = logging_interval(trainlog)
+    if not isinstance(root, str) or interval is None:
+        return None
+    seconds, interval_path, what = interval
+    threshold = max(STALL_FACTOR * seconds, STALL_FLOOR)
+    logs: list[tuple[Fact, float, str]] = []
+    for probe, name in (("trainlog", "train log"), ("stdoutlog", "console log")):
+        fact = observed(latest(ledger, fact_ids, probe))
+        age = _number(_dict(_dict(fact.value).get("file")).get("age_s")) if fact else None
+        if fact is not None and age is not None:
+            logs.append((fact, age, name))
+    if not logs or min(age for _, age, _ in logs) < threshold:
+        return None
+    alive = _trainer_in(processes, root)
+    if alive is None:
+        return None
+    proc = _dict(_dict(processes.value)["processes"][alive])
+    claims = [
+        Claim(
+            predicate=AtLeast(
+                a=Ref(fact=fact.id, path=("file", "age_s"), label=f"seconds since the {name} grew"),
+                value=round(threshold, 3),
+            )
+        )
+        for fact, _, name in logs
+    ]
+    # What the threshold was computed from: the interval, cited where it stands.
+    claims.append(
+        Claim(
+            predicate=AtMost(
+                a=Ref(fact=trainlog.id, path=interval_path, label=f"the run's {what}"),
+                value=seconds,
+            )
+        )
+    )
+    claims += [
+        Claim(
+            predicate=Matches(
+                a=Ref(
+                    fact=processes.id,
+                    path=("processes", alive, "cwd"),
+                    label=f"working directory of trainer pid {proc.get('pid')}",
+                ),
+                pattern="^" + re.escape(root.rstrip("/")) + "(/|$)",
+            )
+        ),
+        Claim(
+            predicate=Matches(
+                a=Ref(
+                    fact=processes.id,
+                    path=("processes", alive, "state"),
+                    label=f"state of trainer pid {proc.get('pid')}",
+                ),
+                pattern=f"^[{ALIVE_STATES}]$",
+            )
+        ),
+    ]
+    quiet = min(age for _, age, _ in logs)
+    # The step it stopped after, where the train log is the last log written: a console
+    # that went on after it (a Trainer's checkpoint state) knows later steps.
+    freshest = min(logs, key=lambda entry: entry[1])[0]
+    last = (
+        _number(_dict(_dict(trainlog.value).get("steps")).get("max"))
+        if freshest is trainlog
+        else None
+    )
+    return Symptom(
+        kind="stalled",
+        series="progress",
+        subject=False,
+        step=last,
+        note=(
+            f"no log has grown for {quiet:,.0f} s, over {STALL_FACTOR:g}× the run's"
+            f" logging interval ({what}: {seconds:.3g} s [{trainlog.id}], at least"
+            f" {STALL_FLOOR:g} s), while trainer pid {proc.get('pid')} lives in the workspace"
+        ),
+        claims=tuple(claims),
+    )

@@ -1,0 +1,166 @@
+"""The diagnosis of real Hugging Face ``transformers.Trainer`` runs (tests/lib/hf_runs.py),
+as a user gets it from the CLI: the speed read as the Trainer states it, resumes found,
+drops placed within one logging interval of where the run's own callback slowed it,
+healthy runs not flagged, runs without a speed told what to turn on, a NaN loss and a
+hung trainer each stated. Every speed figure of every report is recomputed from the raw
+log by the independent oracle (tests/lib/oracle.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agent.progress import STALL_FLOOR
+from agent.report.model import SCHEMA
+from tests.lib import oracle
+from tests.lib.foreign_trainers import cli
+from tests.lib.hf_runs import HfNanRun, HfRun, HfSlowRun, HfStalledRun
+
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
+
+
+def diagnose(ws: Path, tmp_path: Path) -> dict[str, Any]:
+    """``diagnose --json`` on ``ws`` as it is, its every speed figure checked."""
+    state = tmp_path / "xdg-state"
+    state.mkdir(exist_ok=True)
+    args = ["diagnose", "--target", "local", "--workspace", str(ws), "--non-interactive"]
+    run = cli(*args, "--interpreter", sys.executable, "--json", state=state)
+    assert run.stdout.strip(), run.stderr[-4000:]
+    report: dict[str, Any] = json.loads(run.stdout)
+    jsonschema.validate(report, json.loads(SCHEMA.read_text()))
+    assert oracle.check_report(report) == []
+    return report
+
+
+def copy(run: HfRun, tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(run.ws, ws, symlinks=True)
+    return ws
+
+
+def said(report: dict[str, Any]) -> list[str]:
+    """The symptoms section's lines."""
+    first = report["sections"][0]
+    assert first["title"] == "symptoms", [s["title"] for s in report["sections"]]
+    return [line["text"] for line in first["lines"]]
+
+
+def trainlog(report: dict[str, Any]) -> dict[str, Any]:
+    (fact,) = [f for f in report["facts"] if f["probe"] == "trainlog"]
+    value: dict[str, Any] = fact["value"]
+    return value
+
+
+def possible_or_confirmed_drop(lines: list[str]) -> str:
+    found = [t for t in lines if " fell to " in t or "possible drop to " in t]
+    assert found, lines
+    return found[0]
+
+
+def step_of(headline: str) -> int:
+    """The step a drop headline places it at (``… at step 50 …``)."""
+    return int(headline.split(" at step ", 1)[1].split()[0].rstrip(",").replace(",", ""))
+
+
+def test_default_logging_is_insufficient_evidence_naming_the_switch(
+    hf_default_run: HfRun, tmp_path: Path
+) -> None:
+    """Trainer's default log holds no speed: "insufficient evidence", saying that
+    include_num_input_tokens_seen=True makes it observable; never "no fault found"."""
+    report = diagnose(copy(hf_default_run, tmp_path), tmp_path)
+    assert report["verdict"] == "insufficient evidence"
+    (unknown,) = [t for t in said(report) if t.startswith("the run's speed is not observed")]
+    assert "include_num_input_tokens_seen=True" in unknown
+
+
+def test_a_healthy_run_with_tokens_seen_is_no_fault_found_by_its_own_figures(
+    hf_tokens_run: HfRun, tmp_path: Path
+) -> None:
+    """The speed is the Trainer's own train_tokens_per_second, differenced within the
+    run; it is steady, no family holds, and nothing compile-related is listed above it."""
+    report = diagnose(copy(hf_tokens_run, tmp_path), tmp_path)
+    assert report["verdict"] == "no fault found", said(report)
+    speed = trainlog(report)["speed"]
+    assert (speed["kind"], speed["field"]) == ("stated_average", "train_tokens_per_second")
+    assert "train_tokens_per_second" not in trainlog(report)["schema"]["ignored"]
+    assert any(t.endswith(" is steady (verified)") for t in said(report)), said(report)
+    titles = [s["title"] for s in report["sections"]]
+    assert "not applicable: the run does not compile" in titles
+    assert "FX-tracing race under per-device compilation" not in titles
+
+
+@pytest.mark.parametrize("run_name", ["hf_resumed_slow_60", "hf_resumed_slow_200"])
+def test_a_slowdown_after_a_resume_is_placed_within_one_logging_interval(
+    run_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Resumed from checkpoint-40 (train_runtime restarts, steps go on), then a sleep in
+    a callback after ``injected_step``: the resume is a restart symptom, the drop is
+    placed at the first record after the injected step or the one after it, and the
+    verdict is never "no fault found". 60 steps is too short to confirm (a possible
+    drop); 200 steps confirm it."""
+    run: HfSlowRun = request.getfixturevalue(run_name)
+    report = diagnose(copy(run, tmp_path), tmp_path)
+    lines = said(report)
+    assert report["verdict"] != "no fault found", lines
+    restarted = [t for t in lines if t.startswith("the run restarted at step ")]
+    assert restarted and step_of(restarted[0]) == run.resumed_from_step + run.logging_steps
+    drop = possible_or_confirmed_drop(lines)
+    first_slow = run.injected_step + run.logging_steps
+    assert 0 <= step_of(drop) - run.injected_step <= run.logging_steps, (drop, first_slow)
+    segments = trainlog(report)["speed"]["segments"]
+    assert [s["why"] for s in segments] == [
+        "the log's first record",
+        "the seconds counter went back",
+    ]
+    if run.steps >= 200:
+        assert " fell to " in drop and report["verdict"] == "symptom unexplained", lines
+    else:
+        assert "not confirmed" in drop and report["verdict"] == "insufficient evidence", lines
+
+
+def test_a_nan_loss_is_stated_with_the_step_it_began(hf_nan_run: HfNanRun, tmp_path: Path) -> None:
+    report = diagnose(copy(hf_nan_run, tmp_path), tmp_path)
+    (nan,) = [t for t in said(report) if t.startswith("the loss is nan")]
+    assert step_of(nan) == hf_nan_run.injected_step + hf_nan_run.logging_steps, nan
+    assert report["verdict"] == "symptom unexplained"
+
+
+def test_a_nan_the_trainer_filtered_out_of_the_loss_shows_in_the_gradient_norm(
+    hf_nan_filtered_run: HfNanRun, tmp_path: Path
+) -> None:
+    """Trainer's logging_nan_inf_filter logs the loss as 0; grad_norm is nan."""
+    report = diagnose(copy(hf_nan_filtered_run, tmp_path), tmp_path)
+    (nan,) = [t for t in said(report) if t.startswith("the gradient norm (grad_norm) is nan")]
+    run = hf_nan_filtered_run
+    assert step_of(nan) == run.injected_step + run.logging_steps, nan
+    assert report["verdict"] == "symptom unexplained"
+
+
+def test_a_hung_trainer_is_stated_as_stalled_not_healthy(
+    hf_stalled_run: HfStalledRun, tmp_path: Path
+) -> None:
+    """The live trainer, blocked after its step-30 record: its logs stopped for longer
+    than its own logging interval allows while its process sleeps in the workspace.
+    Read in place (a copy would have no live process in it)."""
+    run = hf_stalled_run
+    wait_quiet(run.ws / "train.log", STALL_FLOOR + 1)
+    report = diagnose(run.ws, tmp_path)
+    stalled = [t for t in said(report) if t.startswith("the run stalled: ")]
+    assert stalled, said(report)
+    assert f"trainer pid {run.pid} lives in the workspace" in stalled[0]
+    assert report["verdict"] == "symptom unexplained"
+
+
+def wait_quiet(log: Path, seconds: float) -> None:
+    """Until ``log`` has not changed for ``seconds`` (the doctor's floor for a stall)."""
+    deadline = time.time() + seconds + 60
+    while time.time() - log.stat().st_mtime < seconds:
+        assert time.time() < deadline, f"{log} kept growing"
+        time.sleep(0.5)
