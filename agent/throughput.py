@@ -42,7 +42,7 @@ MAX_PER_GROUP = 16  # series compared one by one inside an aggregate
 @dataclass(frozen=True)
 class Subject:
     key: str
-    label: str  # what a report calls it: "drafter tokens/s (recent median)"
+    label: str  # what a report calls it: "drafter tokens/s (median of the last N records)"
     who: str  # "drafter ", "rank=0 " or "" (a prefix for other labels)
     path: tuple[str | int, ...]  # the recent median in the trainlog fact
     early: tuple[str | int, ...]  # the log's own early-window baseline
@@ -54,10 +54,11 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _one(key: str, group: str, who: str) -> Subject:
+def _one(key: str, group: str, who: str, records: object = None) -> Subject:
+    over = f"the last {records} records" if isinstance(records, int) else "recent records"
     return Subject(
         key=key,
-        label=f"{who}tokens/s (recent median)",
+        label=f"{who}tokens/s (median of {over})",
         who=who,
         path=("groups", group, "throughput", "recent_median"),
         early=("groups", group, "throughput", "early_median"),
@@ -66,10 +67,15 @@ def _one(key: str, group: str, who: str) -> Subject:
     )
 
 
+def _recent_records(fact: Fact, group: str) -> object:
+    return resolve(fact, ("groups", group, "throughput", "recent_records"))
+
+
 def _aggregate(key: str, name: str, members: list[str], who: str) -> Subject:
     return Subject(
         key=key,
-        label=f"{who}tokens/s (sum of the recent medians of {len(members)} series)",
+        label=f"{who}tokens/s (sum of the recent medians of {len(members)} series,"
+        " each over the last quarter of its records)",
         who=who,
         path=("aggregates", name, "recent_median"),
         early=("aggregates", name, "early_median"),
@@ -88,11 +94,11 @@ def subject(fact: Fact | None) -> Subject | None:
         names = sorted(str(g) for g in groups)
         drafters = [g for g in names if "role=drafter" in g.split(",")]
         if len(drafters) == 1:
-            found = _one(DRAFTER_KEY, drafters[0], "drafter ")
+            found = _one(DRAFTER_KEY, drafters[0], "drafter ", _recent_records(fact, drafters[0]))
         elif drafters:
             found = _aggregate(DRAFTER_KEY, "role=drafter", drafters, "drafter ")
         elif len(names) == 1:
-            found = _one(LOG_KEY, names[0], f"{names[0]} ")
+            found = _one(LOG_KEY, names[0], f"{names[0]} ", _recent_records(fact, names[0]))
         else:
             found = _aggregate(LOG_KEY, "all", names, "")
     else:
@@ -143,8 +149,10 @@ def throughput_comparables(
         derived = ("checkpoints", recorded)
     table = [Comparable(found.key, found.label, "trainlog", found.path, derived=derived)]
     for group in found.members[:MAX_PER_GROUP]:
-        one = _one(f"{LOG_KEY}:{group}", group, f"{group} ")
-        if trainlog is not None and resolve(trainlog, one.path) is not MISSING:
+        if trainlog is None:
+            break
+        one = _one(f"{LOG_KEY}:{group}", group, f"{group} ", _recent_records(trainlog, group))
+        if resolve(trainlog, one.path) is not MISSING:
             table.append(
                 Comparable(
                     one.key, one.label, "trainlog", one.path, derived=("trainlog", one.early)

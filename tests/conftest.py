@@ -26,6 +26,7 @@ SHARED_RUNS = {
     "race_scenario": "race",
     "hf_workspace": "foreign",
     "lightning_workspace": "foreign",
+    "lightning_throughput_workspace": "foreign",
     "threads_workspace": "foreign",
     "hf_default_run": "hf_runs",
     "hf_tokens_run": "hf_runs",

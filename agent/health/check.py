@@ -437,7 +437,7 @@ def baseline_used(ledger: Ledger, state: DiagnosisState, snapshot: Snapshot | No
 
 
 def _quantity(speed: DiffEntry) -> str:
-    """ "drafter tokens/s (recent median)" -> "drafter tokens/s"."""
+    """ "drafter tokens/s (median of the last N records)" -> "drafter tokens/s"."""
     return speed.label.partition(" (")[0]
 
 
@@ -729,7 +729,7 @@ def _metrics(ledger: Ledger, state: DiagnosisState, judged: Judged | None) -> di
             )
     if judged is not None:
         out["baseline_tokens_per_s"] = Metric(
-            # "drafter tokens/s (recent median)" -> "baseline drafter tokens/s"
+            # "drafter tokens/s (median of the last N records)" -> "baseline drafter tokens/s"
             value=judged.baseline,
             cites=[judged.baseline_fact],
             label=f"baseline {judged.label.partition(' (')[0]}",

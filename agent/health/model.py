@@ -102,7 +102,7 @@ class Judged(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     label: str
-    """What was judged: "drafter tokens/s (recent median)"."""
+    """What was judged: "drafter tokens/s (median of the last N records)"."""
     value: float
     value_fact: str
     baseline: float

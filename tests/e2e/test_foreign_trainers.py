@@ -251,6 +251,25 @@ def test_lightning_healthy_without_a_snapshot_finds_no_drift(
     assert_no_fault(diagnose(ws, state), remedy=LIGHTNING_REMEDY)
 
 
+def test_lightning_with_its_throughput_monitor_is_judged_by_its_own_figure(
+    lightning_throughput_workspace: Workspace, tmp_path: Path
+) -> None:
+    """Lightning's ThroughputMonitor states the speed (train/items_per_sec): it is the
+    figure, in Lightning's unit, steady; no fault found."""
+    ws, state = fresh(lightning_throughput_workspace, tmp_path)
+    report = diagnose(ws, state)
+    assert_no_fault(report)
+    (log,) = [f["value"] for f in report["facts"] if f["probe"] == "trainlog"]
+    speed = log["speed"]
+    assert (speed["kind"], speed["field"], speed["unit"]) == (
+        "stated",
+        "train/items_per_sec",
+        "items/s",
+    )
+    symptoms = [line["text"] for line in report["sections"][0]["lines"]]
+    assert any(t.startswith("items/s is steady") for t in symptoms), symptoms
+
+
 def test_lightning_truncated_ckpt(lightning_workspace: Workspace, tmp_path: Path) -> None:
     ws, state = fresh(lightning_workspace, tmp_path)
     ckpts = list(ws.glob("lightning_logs/version_0/checkpoints/epoch=*-step=*.ckpt"))

@@ -206,14 +206,17 @@ def trainer_state(tmp_path: Path, history: list[dict[str, Any]]) -> Path:
 def test_trainer_state_tokens_and_runtime_give_throughput(tmp_path: Path) -> None:
     """transformers 5's ``Trainer.log`` (trainer.py) with include_num_input_tokens_seen
     adds ``num_input_tokens_seen`` and ``speed_metrics`` (``train_runtime``,
-    ``train_tokens_per_second``: averages since the start) to each entry; the rate is
-    derived from the token count over the runtime; the last entry (no ``loss``) is the
-    run's summary, and eval entries are counted apart."""
+    ``train_tokens_per_second``: averages since the start) to each entry; the speed is
+    the Trainer's own figure, its average differenced within the run (no rate is derived
+    from the token count beside it); the last entry (no ``loss``) is the run's summary,
+    and eval entries are counted apart."""
     history: list[dict[str, Any]] = []
     tokens, runtime = 0, 0.0
     for i in range(1, 121):
         tokens += 5000
-        runtime += 20.0 if i > 60 else 5.0  # 1000 tok/s, then 250
+        # 1000 tok/s, then 250; rounded to 4 places as speed_metrics does, the runtime
+        # shows its places (a whole 5.0 would read as rounded to the second).
+        runtime = round(runtime + (20.0 if i > 60 else 5.0) + 0.00013 * (i % 7), 4)
         history.append(
             {
                 "epoch": i / 120,
@@ -244,13 +247,19 @@ def test_trainer_state_tokens_and_runtime_give_throughput(tmp_path: Path) -> Non
     assert out["run_summaries"][0]["train_loss"] == 2.8
     assert out["trainer_state"]["max_steps"] == 200
     schema = out["schema"]
-    assert schema["throughput"] == "derived"
-    assert schema["derived"]["tokens"] == "num_input_tokens_seen"
-    assert schema["derived"]["seconds"] == "train_runtime"
-    assert schema["derived"]["tokens_kind"] == "running total"
-    tok = out["throughput"]
-    assert tok["early_median"] == pytest.approx(1000)
-    assert tok["recent_median"] == pytest.approx(250)
+    assert schema["derived"] is None
+    assert "train_tokens_per_second" not in schema["ignored"]
+    speed = out["speed"]
+    assert (speed["kind"], speed["field"], speed["unit"]) == (
+        "stated_average",
+        "train_tokens_per_second",
+        "tokens/s",
+    )
+    assert speed["how"] == (
+        "difference of train_tokens_per_second x train_runtime over difference of train_runtime"
+    )
+    assert speed["early"]["value"] == pytest.approx(1000, rel=1e-3)
+    assert speed["recent"]["value"] == pytest.approx(250, rel=1e-3)
 
 
 def test_derived_from_per_step_tokens_and_step_time(tmp_path: Path) -> None:

@@ -197,6 +197,21 @@ def lightning_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 
 
 @pytest.fixture(scope="session")
+def lightning_throughput_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """PyTorch Lightning, 60 steps, with its ThroughputMonitor callback: metrics.csv holds
+    Lightning's own train/items_per_sec (tokens, as its length_fn counts) and
+    train/samples_per_sec, every 5 steps."""
+    _need("torch", "torch")
+    _need("lightning", "foreign")
+    ws = new_workspace(tmp_path_factory, "lightning-throughput", "lightning_train.py")
+    write_prompts(ws / "data" / "train.jsonl", [32], 64, seed=0)
+    write_launcher(ws, before="export OMP_NUM_THREADS=1")
+    run = launch(ws, "--steps", "60", "--save-steps", "20", "--throughput-monitor")
+    assert run.returncode == 0, log_tail(ws)
+    return Workspace(ws)
+
+
+@pytest.fixture(scope="session")
 def threads_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     """tests/lib/foreign/threads_train.py's good run: three drafter threads, 40 steps,
     checkpoints ``ckpt/epoch_0_step_{20,40}``, 48 prompts of one length."""

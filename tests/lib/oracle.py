@@ -8,7 +8,8 @@ the formulas the summary states, so it is their specification as much as a check
 - a point: a record the speed reads: every record for ``stated`` (with its value, if
   any); for the counter kinds one holding both the count (``stated_average``: rate x
   runtime; ``derived``: the running total) and the clock;
-- a run segment starts where the step goes back or repeats, or the clock or count goes back;
+- a run segment starts where the step, the clock or the count goes back (a repeated
+  step is not a restart: loggers write several rows for one step);
 - a window's ``stated`` figure is the median of its values; a counter figure the count
   difference over the clock difference, from the segment's last point before the window
   (else the first point of the window's last segment) to the window's last point;
@@ -30,6 +31,7 @@ import re
 import statistics
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from datetime import datetime
 from itertools import groupby
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -77,6 +79,46 @@ def _a_step(e: Any) -> bool:
     return "loss" in e or not other
 
 
+# The two text shapes the parser documents (torchtune's DiskLogger, SpecForge's logger),
+# after a ``logging`` time: ``MM/DD/YYYY HH:MM:SS`` or ``YYYY-MM-DD HH:MM:SS[,mmm]``.
+_TIME = re.compile(
+    r"(\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})([.,]\d+)?"
+)
+_TORCHTUNE = re.compile(r"Step (\d+) \| (.*)")
+_SPECFORGE = re.compile(r"Train - Step (\d+) \[[^\]]*\],\s*(.*)")
+
+
+def _text_shape(text: str) -> dict[str, Any] | None:
+    """A torchtune or SpecForge line as a record, with its logging time as ``time``."""
+    rec: dict[str, Any] = {}
+    stamp = _TIME.match(text)
+    if stamp:
+        form = "%m/%d/%Y %H:%M:%S" if "/" in stamp.group(1) else "%Y-%m-%d %H:%M:%S"
+        when = datetime.strptime(stamp.group(1).replace("T", " "), form).timestamp()
+        rec["time"] = when + float("0." + stamp.group(2)[1:]) if stamp.group(2) else when
+    tune, forge = _TORCHTUNE.search(text), _SPECFORGE.search(text)
+    if tune:
+        rec["step"] = int(tune.group(1))
+        for word in tune.group(2).split():
+            name, _, value = word.partition(":")
+            rec[name] = _num_text(value)
+        return rec
+    if forge:
+        rec["step"] = int(forge.group(1))
+        for part in forge.group(2).split(","):
+            name, _, value = part.partition(":")
+            rec[name.strip().lower()] = _num_text(value.strip())
+        return rec
+    return None
+
+
+def _num_text(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def read_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, record) in file order."""
     if fmt == "trainer_state":
@@ -93,6 +135,11 @@ def read_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
             return
         for line, text in enumerate(f, 1):
             text = text.strip()
+            if fmt == "text":
+                shaped = _text_shape(text)
+                if shaped is not None:
+                    yield line, shaped
+                    continue
             if fmt != "jsonl":  # a console's dict print, after any prefix
                 text = text[text.find("{") :] if "{" in text else ""
             try:
@@ -130,7 +177,7 @@ def read_points(path: Path, summary: dict[str, Any]) -> list[Point]:
                 total = seconds = None
         prev = points[-1] if points else None
         new = prev is not None and (
-            (step is not None and prev.step is not None and step <= prev.step)
+            (step is not None and prev.step is not None and step < prev.step)
             or (seconds is not None and prev.seconds is not None and seconds < prev.seconds)
             or (total is not None and prev.total is not None and total < prev.total)
         )
@@ -181,7 +228,7 @@ def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
         same(figure + ".seconds", p.seconds, doc.get("seconds"), f"line {p.line}")
 
     def one_segment(figure: str, a: dict[str, Any] | None, b: dict[str, Any] | None) -> None:
-        """No step going back or repeating, no clock or count going back, from a to b."""
+        """No step, clock or count going back, from a to b."""
         if a is None or b is None:
             return
         span = points[bisect_left(lines, a["line"]) : bisect_right(lines, b["line"])]

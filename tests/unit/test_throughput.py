@@ -136,7 +136,12 @@ def test_ranks_without_roles(tmp_path: Path) -> None:
         "throughput:rank=1",
         "throughput:rank=2",
     ]
-    assert entries["throughput:rank=1"].label == "rank=1 tokens/s (recent median)"
+    ranks: Any = fact.value
+    recent = ranks["groups"]["rank=1"]["throughput"]["recent_records"]
+    assert (
+        entries["throughput:rank=1"].label
+        == f"rank=1 tokens/s (median of the last {recent} records)"
+    )
 
 
 def test_one_drafter_series_keeps_the_checkpoint_baseline(tmp_path: Path) -> None:
@@ -151,7 +156,9 @@ def test_one_drafter_series_keeps_the_checkpoint_baseline(tmp_path: Path) -> Non
     ckpt = ledger.append(Fact(probe="checkpoints", target="local", value=recorded))
     speed = compared(ledger, fact, ckpt)["throughput.drafter"]
     assert speed.baseline.fact == ckpt.id and speed.baseline_value == 12000.0
-    assert speed.label == "drafter tokens/s (recent median)"
+    drafter: Any = fact.value
+    n = drafter["groups"]["role=drafter,device=cuda:1"]["throughput"]["recent_records"]
+    assert speed.label == f"drafter tokens/s (median of the last {n} records)"
     assert drafter_group(fact) == "role=drafter,device=cuda:1"
     alone = compared(ledger, fact)["throughput.drafter"]
     assert alone.baseline.fact == fact.id and alone.baseline_value == pytest.approx(GOOD)

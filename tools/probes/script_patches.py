@@ -6,7 +6,9 @@ built keeps the function it bound (see ``torch_source``). This probe finds such
 patches in the scripts without running them: assignments to (and ``setattr`` of) the
 names that steer the race, ``torch._dynamo.config`` changes, ``config.patch(...)``;
 and it counts the places that matter for the race — ``torch.compile`` calls,
-``flex_attention``/``create_block_mask`` uses, thread and process creation.
+``flex_attention``/``create_block_mask`` uses, thread and process creation. The scripts'
+own local imports are followed (a package beside them, or one they put on ``sys.path``
+with a literal), so the run's own code is read, not only its top-level scripts.
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 """
@@ -74,7 +76,8 @@ class ScriptPatchesValue(TypedDict, total=False):
     # Places that compile: torch.compile calls and decorators, torch_compile= keywords
     # (the first 20 of each file); files that could not be read are in ``unread``.
     compile_sites: int
-    unread: int
+    unread: int  # files that could not be read, or were not for the bound (MAX_FILES)
+    followed_imports: int  # local modules read because a scanned file imports them
     unmatched: list[str]
     source: dict[str, Any]  # the profile's paths, or the workspace layout's scripts
 
@@ -109,6 +112,71 @@ def _marker(call: ast.Call) -> list[str]:
             continue
         found.append(marker)
     return found
+
+
+def _literal_paths(tree: ast.Module) -> list[str]:
+    """Directories a script puts on its own import path with a literal:
+    ``sys.path.insert(0, "/repo")``, ``sys.path.append("/repo")``."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and _dotted(node.func) in ("sys.path.insert", "sys.path.append")
+            and node.args
+            and isinstance(node.args[-1], ast.Constant)
+            and isinstance(node.args[-1].value, str)
+        ):
+            found.append(node.args[-1].value)
+    return found
+
+
+def _module_files(name: str, roots: list[str]) -> list[str]:
+    """The source files ``import name`` (dotted) reads under ``roots``: each package's
+    ``__init__.py`` on the way and the module itself; none for what is not there (the
+    standard library and installed packages are not the run's own code)."""
+    parts = name.split(".")
+    for root in roots:
+        files = []
+        for i in range(1, len(parts) + 1):
+            base = os.path.join(root, *parts[:i])
+            if os.path.isfile(base + ".py"):
+                files.append(base + ".py")
+                break
+            if os.path.isfile(os.path.join(base, "__init__.py")):
+                files.append(os.path.join(base, "__init__.py"))
+            else:
+                break
+        if files:
+            return files
+    return []
+
+
+def local_imports(tree: ast.Module, path: str, roots: list[str]) -> list[str]:
+    """The run's own modules a script imports: files found beside it, in ``roots`` or in
+    a directory it adds to ``sys.path`` with a literal; relative imports from its package."""
+    here = os.path.dirname(os.path.abspath(path))
+    search = [here, *_literal_paths(tree), *roots]
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                out += _module_files(alias.name, search)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here
+                for _ in range(node.level - 1):
+                    base = os.path.dirname(base)
+                mod = node.module or ""
+                names = [f"{mod}.{a.name}" if mod else a.name for a in node.names]
+                for name in [mod] if mod else []:
+                    out += _module_files(name, [base])
+                for name in names:
+                    out += _module_files(name, [base])
+            elif node.module:
+                out += _module_files(node.module, search)
+                for alias in node.names:
+                    out += _module_files(f"{node.module}.{alias.name}", search)
+    return list(dict.fromkeys(out))
 
 
 def scan_source(source: str, path: str) -> ScriptReport:
@@ -173,6 +241,12 @@ def scan_source(source: str, path: str) -> ScriptReport:
                 lines = markers.setdefault(m, [])
                 if len(lines) < 20:
                     lines.append(node.lineno)
+        if isinstance(node, ast.Constant) and node.value == "flex_attention":
+            # transformers' attn_implementation="flex_attention" compiles flex_attention
+            # inside the library: the run compiles with no call in its own code.
+            lines = markers.setdefault("torch.compile", [])
+            if len(lines) < 20:
+                lines.append(node.lineno)
         if isinstance(node, ast.FunctionDef):
             # ``@torch.compile`` without arguments is a decorator, not a call.
             for dec in node.decorator_list:
@@ -214,8 +288,12 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
 def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
     paths, chosen = layout.chosen_many(params, ("scripts",))
     files, unmatched = expand(paths)
+    roots = [str(params["workspace"])] if params.get("workspace") else []
     reports: list[ScriptReport] = []
-    for path in files:
+    queue, seen = list(files), set(files)
+    followed = 0
+    while queue and len(reports) < MAX_FILES:
+        path = queue.pop(0)
         try:
             data, truncated = read_capped(path, MAX_BYTES)
             if truncated:
@@ -225,7 +303,19 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
         except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
             reports.append({"path": path, "error": exc.strerror or str(exc)})
             continue
-        reports.append(scan_source(source, path))
+        report = scan_source(source, path)
+        reports.append(report)
+        # The run's own code is more than its top-level scripts: follow their imports of
+        # local modules (a package beside them, or one they add to sys.path), bounded.
+        try:
+            tree = ast.parse(source, path)
+        except SyntaxError:
+            continue
+        for found in local_imports(tree, path, roots):
+            if found not in seen:
+                seen.add(found)
+                queue.append(found)
+                followed += 1
     return {
         "files": reports,
         "patches": sum(len(r.get("patches", [])) for r in reports),
@@ -233,7 +323,8 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
             1 for r in reports for p in r.get("patches", []) if _patches_check(p["target"])
         ),
         "compile_sites": sum(len(r.get("markers", {}).get("torch.compile", [])) for r in reports),
-        "unread": sum(1 for r in reports if "error" in r),
+        "unread": sum(1 for r in reports if "error" in r) + len(queue),
+        "followed_imports": followed,
         "unmatched": unmatched,
         "source": chosen,
     }

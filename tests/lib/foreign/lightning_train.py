@@ -14,7 +14,7 @@ from pathlib import Path
 
 import lightning
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, ThroughputMonitor
 from lightning.pytorch.loggers import CSVLogger
 
 VOCAB = 128
@@ -44,6 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--save-steps", type=int, default=10)
+    # Lightning's own throughput figures (train/items_per_sec: tokens here, as length_fn
+    # counts them; train/samples_per_sec), logged with the metrics.
+    parser.add_argument("--throughput-monitor", action="store_true")
     args = parser.parse_args()
     env = {
         "torch": torch.__version__,
@@ -61,7 +64,20 @@ def main() -> None:
         accelerator="cpu",
         devices=1,
         logger=CSVLogger("."),
-        callbacks=[ModelCheckpoint(every_n_train_steps=args.save_steps, save_top_k=-1)],
+        callbacks=[
+            ModelCheckpoint(every_n_train_steps=args.save_steps, save_top_k=-1),
+            *(
+                [
+                    ThroughputMonitor(
+                        batch_size_fn=lambda batch: batch[0].size(0),
+                        length_fn=lambda batch: batch[0].numel(),
+                        window_size=5,
+                    )
+                ]
+                if args.throughput_monitor
+                else []
+            ),
+        ],
         log_every_n_steps=5,
         enable_progress_bar=False,
         enable_model_summary=False,

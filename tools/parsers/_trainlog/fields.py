@@ -92,6 +92,42 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("grad_norm", "gradient_norm", "grad_norm_total", "total_norm", "gnorm"),
 }
 CUMULATIVE_TOKENS = frozenset(_RUNNING_TOTALS)
+# Rates a trainer states in another unit than tokens, best first: Lightning's
+# ThroughputMonitor logs ``train/items_per_sec``, ``train/samples_per_sec`` and
+# ``train/batches_per_sec`` (and ``train/device/...``)
+# (``lightning/pytorch/callbacks/throughput_monitor.py``), others a plain it/s. Matched
+# as the whole name or its last part; Trainer's averages (``train_samples_per_second``)
+# are not rates at a step and are read apart (``speed.AVERAGE_FIELDS``).
+OTHER_RATES: tuple[tuple[str, str], ...] = (
+    # Lightning's items are whatever the user's length_fn counts (tokens, usually).
+    ("items_per_sec", "items/s"),
+    ("samples_per_sec", "samples/s"),
+    ("samples_per_second", "samples/s"),
+    ("samples/s", "samples/s"),
+    ("batches_per_sec", "steps/s"),
+    ("steps_per_sec", "steps/s"),
+    ("steps_per_second", "steps/s"),
+    ("it/s", "steps/s"),
+)
+
+
+def other_rate(d: dict[str, Any]) -> tuple[str, str] | None:
+    """The key of ``d`` holding a rate of ``OTHER_RATES`` and its unit: the whole
+    process's (``throughput/samples_per_sec``) before one device's
+    (``throughput/device/samples_per_sec``), never an evaluation's."""
+    keys = [k for k in d if isinstance(k, str)]
+    for name, unit in OTHER_RATES:
+        found = [
+            k
+            for k in keys
+            if (k == name or k.rpartition("/")[2] == name)
+            and k.split("/")[0].lower() not in NOT_TRAINING
+        ]
+        if found:
+            return sorted(found, key=lambda k: ("/device/" in k, k))[0], unit
+    return None
+
+
 # Roles also found by the last part of a nested name (``train/loss``, ``perf/throughput``)
 # unless the name is an evaluation's (``eval/loss``).
 BY_LAST_PART = ("step", "loss", "throughput", "tokens", "grad_norm")

@@ -14,10 +14,9 @@ Which figure is the speed, in this order:
   differenced the same way.
 
 A *run segment* is a stretch of records from one process: it ends where the seconds or
-the count go back (``train_runtime`` restarts at a resume) or the step goes back or
-repeats. A difference never crosses a segment: across one, the counters of two processes
-would be subtracted. So the first record of a segment opens a span but has no rate of its
-own.
+the count go back (``train_runtime`` restarts at a resume) or the step goes back. A
+difference never crosses a segment: across one, the counters of two processes would be
+subtracted. So the first record of a segment opens a span but has no rate of its own.
 
 Windows and the recent figure say what they were computed from: record lines, steps, and
 for a difference the two counts and clocks, so that anyone can recompute a figure from
@@ -91,9 +90,12 @@ class Precision:
     or in its last significant digit if the field keeps a fixed count of them (a
     console's ``f"{v:.4g}"``), whichever is coarser."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: bool = False) -> None:
         self.sig = 0  # most significant digits seen
         self.place: int | None = None  # finest decimal place seen (exponent)
+        # An int is exact as a count, but a clock written as an int (``int(time.time())``)
+        # is good to the second only.
+        self.clock = clock
 
     def learn(self, vals: list[float]) -> None:
         for v in vals:
@@ -103,7 +105,9 @@ class Precision:
                 self.place = place if self.place is None else min(self.place, place)
 
     def bound(self, value: float) -> float:
-        if isinstance(value, int) or not value or not math.isfinite(value):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return 0.5 if self.clock else 0.0
+        if not value or not math.isfinite(value):
             return 0.0
         sig, place = _digits(value)
         finest = place if self.place is None else min(place, self.place)
@@ -149,9 +153,11 @@ def break_reason(
     prev: Point, step: float | None, seconds: float | None, count: float | None
 ) -> str | None:
     """Why a record after ``prev`` starts a new run segment, or None when it continues
-    the segment: the step went back or repeated, or a counter went back."""
-    if step is not None and prev.step is not None and step <= prev.step:
-        return "the step went back" if step < prev.step else "the step repeated"
+    the segment: the step or a counter went back. A repeated step alone is no restart:
+    loggers write several rows for one step (Lightning's CSVLogger writes one per
+    ``log_metrics`` call, its ThroughputMonitor's apart from the loss)."""
+    if step is not None and prev.step is not None and step < prev.step:
+        return "the step went back"
     if seconds is not None and prev.seconds is not None and seconds < prev.seconds:
         return "the seconds counter went back"
     if count is not None and prev.total is not None and count < prev.total:

@@ -24,9 +24,20 @@ from .fields import (
     MAX_GROUPS,
     find_alias,
     lookup,
+    other_rate,
     scale_of,
 )
-from .speed import AVERAGE_FIELDS, AVERAGE_UNITS, Point, Precision, Speed, WindowSpeed
+from .speed import (
+    AVERAGE_FIELDS,
+    AVERAGE_UNITS,
+    RECENT_MAX,
+    RECENT_MIN,
+    RECENT_SHARE,
+    Point,
+    Precision,
+    Speed,
+    WindowSpeed,
+)
 from .stats import Sample, Top, Window, median
 from .steps import Steps
 from .values import (
@@ -66,7 +77,7 @@ class Group:
         self.records = 0
         self.steps = Steps()
         self.tok = Sample(max_values)
-        self.recent_tok: deque[float] = deque(maxlen=50)
+        self.recent_tok: deque[float] = deque(maxlen=RECENT_MAX)
         self.loss = Sample(max_values)
 
     def absorb(self, other: Group, continuous: bool) -> None:
@@ -78,8 +89,16 @@ class Group:
 
     def summary(self) -> dict[str, Any]:
         tok = self.tok.summary()
-        tok["recent_median"] = median(list(self.recent_tok))
-        tok["recent_records"] = len(self.recent_tok)
+        # "Recent" is a stated window: the last quarter of the series' values, at least
+        # RECENT_MIN and at most RECENT_MAX of them (a short log's "recent" is not all of it).
+        k = max(RECENT_MIN, min(RECENT_MAX, self.tok.count // RECENT_SHARE))
+        recent = list(self.recent_tok)[-k:]
+        tok["recent_median"] = median(recent)
+        tok["recent_records"] = len(recent)
+        tok["recent_how"] = (
+            f"median of the last {len(recent)} values (a quarter of the {self.tok.count},"
+            f" at least {RECENT_MIN}, at most {RECENT_MAX})"
+        )
         return {
             "records": self.records,
             "steps": self.steps.summary(),
@@ -155,8 +174,10 @@ class Summarizer:
         self.windows_closed = 0
         self.derive_cols: tuple[list[Any], list[Any]] | None = None
         self.derive_names: tuple[str, str | None] | None = None
+        self.rate_field: str | None = None  # a stated rate in another unit than tokens/s
+        self.steps_over = True  # steps/s over the timestamps (else over the seconds since start)
         self.rate_precision = Precision()
-        self.secs_precision = Precision()
+        self.secs_precision = Precision(clock=True)
         self.last_records: deque[dict[str, Any]] = deque(maxlen=3)
 
     # -- damage -------------------------------------------------------------------
@@ -371,7 +392,7 @@ class Summarizer:
             if derived is not None:
                 toks = derived
         self.time_batch(times, lines, offsets)
-        points = self.speed_points(recs, lines, steps, toks) if groups is None else None
+        points = self.speed_points(recs, lines, steps, toks, times) if groups is None else None
         self.series(self.all, steps if groups is None else None, toks, losses, lines, offsets)
         parts: dict[str, list[int]] = groups or {}
         for g, idx in parts.items():
@@ -496,7 +517,7 @@ class Summarizer:
             self.nonfinite["throughput"] += bad
             self.nonfinite["loss"] += bad_loss
         grp.tok.extend(tok_vals)
-        grp.recent_tok.extend(tok_vals[-50:])
+        grp.recent_tok.extend(tok_vals[-RECENT_MAX:])
         grp.loss.extend(loss_vals)
 
     def window(
@@ -594,15 +615,28 @@ class Summarizer:
         return None
 
     def speed_points(
-        self, recs: list[dict[str, Any]], lines: list[int | None], steps: Col, toks: Col
+        self,
+        recs: list[dict[str, Any]],
+        lines: list[int | None],
+        steps: Col,
+        toks: Col,
+        times: Col,
     ) -> list[Point | None] | None:
         """The batch's records as the speed's points (``speed.Speed``), its source
-        chosen on the first batch that has one: a stated rate, a stated average since
-        the segment began with its seconds, or a running total over seconds."""
+        chosen on the first batch that has one, the trainer's own figure first: a stated
+        tokens/s, a stated average since the segment began with its seconds, a rate in
+        another unit (samples/s, steps/s), a running token total over seconds, and last
+        the steps over the records' clock."""
         sp = self.speed
         n = len(recs)
         if sp.kind is None:
             average = self.average_field(recs)
+            other = next((r for r in map(other_rate, recs) if r is not None), None)
+            clock = times if any(v is not None for v in times.vals) else None
+            if clock is None and (
+                self.keys["elapsed"] is not None or find_alias("elapsed", recs[0])
+            ):
+                clock = numbers(self.column("elapsed", recs, lines, None))
             if any(v is not None for v in toks.vals) and self.derived is None:
                 field = self.keys["throughput"] or "throughput"
                 sp.source("stated", field, "tokens/s", f"{field} as stated at each record")
@@ -622,14 +656,50 @@ class Summarizer:
             elif self.derived is not None:
                 tokens, how = str(self.derived["tokens"]), str(self.derived["how"])
                 sp.source("derived_values", tokens, "tokens/s", how)
+            elif other is not None:
+                self.rate_field = other[0]
+                sp.source("stated", other[0], other[1], f"{other[0]} as stated at each record")
+            elif (
+                clock is not None
+                and any(v is not None for v in clock.vals)
+                and any(v is not None for v in steps.vals)
+            ):
+                # The last resort: steps over the records' own clock.
+                step_name = self.keys["step"] or "step"
+                clock_name = self.keys["time"] if clock is times else self.keys["elapsed"]
+                self.steps_over = clock is times
+                sp.source(
+                    "derived",
+                    step_name,
+                    "steps/s",
+                    f"difference of {step_name} over difference of {clock_name}",
+                )
             else:
                 return None
         step_vals = steps.vals
         out: list[Point | None] = []
         if sp.kind in ("stated", "derived_values"):
+            vals = toks.vals
+            if self.rate_field is not None:
+                vals = numbers([d.get(self.rate_field) for d in recs]).vals
             for k in range(n):
-                v = toks.vals[k]
-                out.append(sp.point(lines[k], step_vals[k], v, None, None))
+                out.append(sp.point(lines[k], step_vals[k], vals[k], None, None))
+            return out
+        if sp.kind == "derived" and sp.unit == "steps/s":
+            secs = (
+                times.vals
+                if self.steps_over
+                else numbers(self.column("elapsed", recs, lines, None)).vals
+            )
+            self.secs_precision.learn(secs)  # type: ignore[arg-type]
+            for k in range(n):
+                st, t = step_vals[k], secs[k]
+                if st is None or t is None:
+                    out.append(None)
+                    continue
+                # A clock written to the second is good to half a second.
+                serr = self.secs_precision.bound(t)
+                out.append(sp.point(lines[k], st, None, st, t, 0.0, serr))
             return out
         if sp.kind == "stated_average":
             assert sp.field is not None
@@ -651,12 +721,14 @@ class Summarizer:
             return out
         if sp.kind == "derived" and self.derive_cols is not None:
             counts, seconds = self.derive_cols
+            self.secs_precision.learn(seconds)
             for k in range(n):
                 c, t = counts[k], seconds[k]
                 if c is None or t is None:
                     out.append(None)
                     continue
-                out.append(sp.point(lines[k], step_vals[k], None, c, t, 0.0))
+                serr = self.secs_precision.bound(t)
+                out.append(sp.point(lines[k], step_vals[k], None, c, t, 0.0, serr))
             return out
         return None
 
