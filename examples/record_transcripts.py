@@ -43,7 +43,8 @@ def trainer(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def doctor(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return run(sys.executable, "-m", "agent.cli", "-q", *args, env=env)
+    # The console script installed beside this interpreter (agent.cli is a package).
+    return run(Path(sys.executable).with_name("dflash-doctor"), "-q", *args, env=env)
 
 
 def race_seed(ws: Path) -> str:

@@ -254,8 +254,9 @@ def test_lightning_healthy_without_a_snapshot_finds_no_drift(
 def test_lightning_with_its_throughput_monitor_is_judged_by_its_own_figure(
     lightning_throughput_workspace: Workspace, tmp_path: Path
 ) -> None:
-    """Lightning's ThroughputMonitor states the speed (train/items_per_sec): it is the
-    figure, in Lightning's unit, steady; no fault found."""
+    """Lightning's ThroughputMonitor states the speed (on one device it logs only the
+    device's figures: train/device/items_per_sec): it is the figure, in Lightning's unit,
+    steady; no fault found."""
     ws, state = fresh(lightning_throughput_workspace, tmp_path)
     report = diagnose(ws, state)
     assert_no_fault(report)
@@ -263,7 +264,7 @@ def test_lightning_with_its_throughput_monitor_is_judged_by_its_own_figure(
     speed = log["speed"]
     assert (speed["kind"], speed["field"], speed["unit"]) == (
         "stated",
-        "train/items_per_sec",
+        "train/device/items_per_sec",
         "items/s",
     )
     symptoms = [line["text"] for line in report["sections"][0]["lines"]]

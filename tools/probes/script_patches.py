@@ -78,6 +78,7 @@ class ScriptPatchesValue(TypedDict, total=False):
     compile_sites: int
     unread: int  # files that could not be read, or were not for the bound (MAX_FILES)
     followed_imports: int  # local modules read because a scanned file imports them
+    imported: list[dict[str, Any]]  # those modules: their torch.compile lines, or an error
     unmatched: list[str]
     source: dict[str, Any]  # the profile's paths, or the workspace layout's scripts
 
@@ -316,11 +317,21 @@ def collect(params: dict[str, Any], ctx: Context) -> ScriptPatchesValue:
                 seen.add(found)
                 queue.append(found)
                 followed += 1
+    # The scripts themselves stay the facts of the patch families (a patch in a module
+    # they import may sit in a function the run never calls); the imported modules
+    # count where the question is whether anything in the run compiles at all.
+    own, imported = reports[: len(files)], reports[len(files) :]
     return {
-        "files": reports,
-        "patches": sum(len(r.get("patches", [])) for r in reports),
+        "files": own,
+        "imported": [
+            {"path": r["path"], "compile_lines": r.get("markers", {}).get("torch.compile", [])}
+            if "error" not in r
+            else {"path": r["path"], "error": r["error"]}
+            for r in imported
+        ],
+        "patches": sum(len(r.get("patches", [])) for r in own),
         "fx_check_patches": sum(
-            1 for r in reports for p in r.get("patches", []) if _patches_check(p["target"])
+            1 for r in own for p in r.get("patches", []) if _patches_check(p["target"])
         ),
         "compile_sites": sum(len(r.get("markers", {}).get("torch.compile", [])) for r in reports),
         "unread": sum(1 for r in reports if "error" in r) + len(queue),

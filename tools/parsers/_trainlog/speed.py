@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from operator import le
 from typing import Any, NamedTuple
 
 # Stated averages since the segment began (Trainer's speed_metrics), best first, with the
@@ -59,9 +60,8 @@ class Point(NamedTuple):
     value: float | None  # a stated rate (``stated``), else None
     total: float | None  # a count since some origin (``stated_average``, ``derived``)
     seconds: float | None  # the clock that count runs against
-    err: float  # bound on the count's rounding error
+    rate: float | None  # the stated average the count was made from (its rounding counts)
     segment: int
-    serr: float = 0.0  # bound on the seconds' rounding error
 
 
 def _digits(value: float) -> tuple[int, int]:
@@ -126,7 +126,48 @@ def _point_doc(p: Point) -> dict[str, Any]:
     return out
 
 
-def span_rate(first: Point, last: Point) -> tuple[float, float] | None:
+class Bounds:
+    """How finely the log writes the stated averages and the clock: what a point's count
+    and seconds may be off by. Learnt from a sample of each batch's values; computed only
+    for the points a figure cites (the digits of every value would cost more than the
+    rest of the summary)."""
+
+    def __init__(self) -> None:
+        self.rate = Precision()
+        self.secs = Precision(clock=True)
+
+    def learn(self, rates: list[Any], secs: list[Any]) -> None:
+        self.rate.learn(_sample(rates))
+        self.secs.learn(_sample(secs))
+
+    def absorb(self, other: Bounds) -> None:
+        for mine, theirs in ((self.rate, other.rate), (self.secs, other.secs)):
+            mine.sig = max(mine.sig, theirs.sig)
+            if theirs.place is not None:
+                mine.place = theirs.place if mine.place is None else min(mine.place, theirs.place)
+
+    def of(self, p: Point) -> tuple[float, float]:
+        """(bound on the count, bound on the seconds) of ``p``."""
+        if p.seconds is None:
+            return 0.0, 0.0
+        serr = self.secs.bound(p.seconds)
+        if p.rate is None:
+            return 0.0, serr
+        return abs(p.seconds) * self.rate.bound(p.rate) + abs(p.rate) * serr, serr
+
+
+SAMPLE = 32  # values a batch teaches the precision from
+
+
+def _sample(vals: list[Any]) -> list[float]:
+    present = [v for v in vals if v is not None]
+    if len(present) <= SAMPLE:
+        return present
+    step = len(present) // SAMPLE
+    return present[::step]
+
+
+def span_rate(first: Point, last: Point, bounds: Bounds) -> tuple[float, float] | None:
     """(rate, bound on its error) from ``first`` to ``last`` of one segment."""
     if (
         first.total is None
@@ -140,7 +181,8 @@ def span_rate(first: Point, last: Point) -> tuple[float, float] | None:
     dt = last.seconds - first.seconds
     rate = (last.total - first.total) / dt
     # The counts' rounding over dt, and the rounding of dt itself scaling the rate.
-    return rate, (first.err + last.err + abs(rate) * (first.serr + last.serr)) / dt
+    (e0, s0), (e1, s1) = bounds.of(first), bounds.of(last)
+    return rate, (e0 + e1 + abs(rate) * (s0 + s1)) / dt
 
 
 def _moved(p: Point | None, delta: int | None) -> Point | None:
@@ -184,6 +226,7 @@ class Speed:
         self.pending: str | None = None
         self.seen = 0
         self.windows_with_speed = 0
+        self.bounds = Bounds()
         self.head: Point | None = None  # the first point (a forked piece's merge needs it)
         # The last point of the first window (a forked piece's first window takes its
         # difference from the previous piece's last point: ``absorb``).
@@ -199,6 +242,59 @@ class Speed:
         if self.kind is None:
             self.kind, self.field, self.unit, self.how = kind, field, unit, how
 
+    def run(
+        self,
+        lines: list[int | None],
+        steps: list[Any],
+        values: list[Any] | None,
+        totals: list[Any] | None,
+        secs: list[Any] | None,
+        rates: list[Any] | None,
+    ) -> Batch:
+        """A batch's records (columns, all present), as ``point`` would take them one by
+        one: where nothing after the first record goes back and every number is finite
+        (the common case, checked at C speed), they are one stretch of the current
+        segment, and points are made only where a figure will cite one."""
+        n = len(lines)
+        cols = [c for c in (steps, values, totals, secs) if c is not None]
+        ordered = all(all(map(le, c, c[1:])) for c in (steps, totals, secs) if c is not None)
+        finite = all(math.isfinite(sum(c)) for c in cols if c is not steps)
+        if n < 2 or not ordered or not finite:
+            return Batch(
+                points=[self._one(k, lines, steps, values, totals, secs, rates) for k in range(n)]
+            )
+        self._one(0, lines, steps, values, totals, secs, rates)
+        seg = self.segment
+        if len(self.segments) == seg + 1:
+            last = self.segments[-1]
+            last["records"] += n - 1
+            last["last_line"], last["last_step"] = lines[-1], steps[-1]
+        self.seen += n - 1
+        self.seg_records += n - 1
+        batch = Batch(cols=(lines, steps, values, totals, secs, rates, seg))
+        self.recent.extend(batch.at(k) for k in range(max(1, n - RECENT_MAX), n))
+        self.prev = batch.at(n - 1)
+        return batch
+
+    def _one(
+        self,
+        k: int,
+        lines: list[int | None],
+        steps: list[Any],
+        values: list[Any] | None,
+        totals: list[Any] | None,
+        secs: list[Any] | None,
+        rates: list[Any] | None,
+    ) -> Point:
+        return self.point(
+            lines[k],
+            steps[k],
+            None if values is None else values[k],
+            None if totals is None else totals[k],
+            None if secs is None else secs[k],
+            None if rates is None else rates[k],
+        )
+
     def point(
         self,
         line: int | None,
@@ -206,8 +302,7 @@ class Speed:
         value: float | None,
         count: float | None,
         seconds: float | None,
-        err: float = 0.0,
-        serr: float = 0.0,
+        rate: float | None = None,
     ) -> Point:
         """The record as a point, opening a new segment where the counters or the step
         went back."""
@@ -231,7 +326,7 @@ class Speed:
                 self.segments.append(
                     {"first_line": line, "first_step": step, "why": why, "records": 0}
                 )
-        p = Point(line, step, value, count, seconds, err, self.segment, serr)
+        p = Point(line, step, value, count, seconds, rate, self.segment)
         if self.head is None:
             self.head = p
         self.seen += 1
@@ -269,7 +364,7 @@ class Speed:
             value = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
             doc.update(value=value, how=f"median of {self.field} over the last {len(pts)} records")
             return doc
-        rate = span_rate(pts[0], pts[-1])
+        rate = span_rate(pts[0], pts[-1], self.bounds)
         if rate is None:
             return None
         doc.update(
@@ -352,6 +447,7 @@ class Speed:
         self.segment = self.prev.segment
         self.seen += other.seen
         self.windows_with_speed += other.windows_with_speed
+        self.bounds.absorb(other.bounds)
         last_of_first = other.first_window_last
         if (
             joined
@@ -366,7 +462,7 @@ class Speed:
             had = first_window.get("speed") is not None
             for key in ("speed", "speed_from", "speed_to", "speed_error"):
                 first_window.pop(key, None)
-            first_window.update(window.summary(self.kind))
+            first_window.update(window.summary(self.kind, self.bounds))
             self.windows_with_speed += (first_window.get("speed") is not None) - had
 
     def summary(self, early: list[dict[str, Any]]) -> dict[str, Any]:
@@ -407,6 +503,51 @@ class Speed:
         }
 
 
+class Batch:
+    """A batch of records as the speed read them: each a point (where something went back
+    or was missing), or columns of one segment whose points are made on demand."""
+
+    __slots__ = ("cols", "points")
+
+    def __init__(
+        self,
+        points: list[Point | None] | None = None,
+        cols: tuple[Any, ...] | None = None,
+    ) -> None:
+        self.points = points
+        self.cols = cols
+
+    def at(self, k: int) -> Point:
+        lines, steps, values, totals, secs, rates, seg = self.cols  # type: ignore[misc]
+        return Point(
+            lines[k],
+            steps[k],
+            None if values is None else values[k],
+            None if totals is None else totals[k],
+            None if secs is None else secs[k],
+            None if rates is None else rates[k],
+            seg,
+        )
+
+    def feed(self, window: WindowSpeed, i: int, j: int) -> None:
+        """Records ``i`` to ``j`` (excluded) into ``window``, as ``WindowSpeed.add`` one
+        by one would."""
+        if self.points is not None:
+            for p in self.points[i:j]:
+                if p is not None:
+                    window.add(p)
+            return
+        if j <= i:
+            return
+        _, _, values, totals, _, _, seg = self.cols  # type: ignore[misc]
+        if values is not None:
+            window.vals.extend(values[i:j])
+        if totals is not None:
+            if window.anchor is None or window.anchor.segment != seg:
+                window.anchor = self.at(i)
+            window.last = self.at(j - 1)
+
+
 class WindowSpeed:
     """What a window keeps of the speed: the stated values, or the first and last point
     of its last segment (the span its rate is taken over)."""
@@ -431,7 +572,7 @@ class WindowSpeed:
             self.anchor = p
         self.last = p
 
-    def summary(self, kind: str | None) -> dict[str, Any]:
+    def summary(self, kind: str | None, bounds: Bounds) -> dict[str, Any]:
         if kind == "stated":
             vals = sorted(self.vals)
             if not vals:
@@ -440,7 +581,7 @@ class WindowSpeed:
             return {"speed": vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2}
         if self.anchor is None or self.last is None:
             return {"speed": None}
-        rate = span_rate(self.anchor, self.last)
+        rate = span_rate(self.anchor, self.last, bounds)
         out: dict[str, Any] = {
             "speed_from": _point_doc(self.anchor),
             "speed_to": _point_doc(self.last),

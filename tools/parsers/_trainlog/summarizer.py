@@ -33,8 +33,8 @@ from .speed import (
     RECENT_MAX,
     RECENT_MIN,
     RECENT_SHARE,
+    Batch,
     Point,
-    Precision,
     Speed,
     WindowSpeed,
 )
@@ -176,8 +176,6 @@ class Summarizer:
         self.derive_names: tuple[str, str | None] | None = None
         self.rate_field: str | None = None  # a stated rate in another unit than tokens/s
         self.steps_over = True  # steps/s over the timestamps (else over the seconds since start)
-        self.rate_precision = Precision()
-        self.secs_precision = Precision(clock=True)
         self.last_records: deque[dict[str, Any]] = deque(maxlen=3)
 
     # -- damage -------------------------------------------------------------------
@@ -417,9 +415,7 @@ class Summarizer:
             j = i + min(n - i, self.window_size - self.win.n)
             self.window(i, j, lines, steps, toks, losses, times, parts)
             if points is not None:
-                for p in points[i:j]:
-                    if p is not None:
-                        self.win_speed.add(p)
+                points.feed(self.win_speed, i, j)
             if self.win.n >= self.window_size:
                 self.close_window()
             i = j
@@ -595,7 +591,7 @@ class Summarizer:
     def close_window(self) -> None:
         if self.win.n:
             doc = self.win.summary()
-            doc.update(self.win_speed.summary(self.speed.kind))
+            doc.update(self.win_speed.summary(self.speed.kind, self.speed.bounds))
             if doc.get("speed") is not None:
                 self.speed.windows_with_speed += 1
             self.windows.append(doc)
@@ -621,17 +617,15 @@ class Summarizer:
         steps: Col,
         toks: Col,
         times: Col,
-    ) -> list[Point | None] | None:
+    ) -> Batch | None:
         """The batch's records as the speed's points (``speed.Speed``), its source
         chosen on the first batch that has one, the trainer's own figure first: a stated
         tokens/s, a stated average since the segment began with its seconds, a rate in
         another unit (samples/s, steps/s), a running token total over seconds, and last
         the steps over the records' clock."""
         sp = self.speed
-        n = len(recs)
         if sp.kind is None:
             average = self.average_field(recs)
-            other = next((r for r in map(other_rate, recs) if r is not None), None)
             clock = times if any(v is not None for v in times.vals) else None
             if clock is None and (
                 self.keys["elapsed"] is not None or find_alias("elapsed", recs[0])
@@ -656,7 +650,7 @@ class Summarizer:
             elif self.derived is not None:
                 tokens, how = str(self.derived["tokens"]), str(self.derived["how"])
                 sp.source("derived_values", tokens, "tokens/s", how)
-            elif other is not None:
+            elif (other := next(filter(None, map(other_rate, recs[:64])), None)) is not None:
                 self.rate_field = other[0]
                 sp.source("stated", other[0], other[1], f"{other[0]} as stated at each record")
             elif (
@@ -677,30 +671,19 @@ class Summarizer:
             else:
                 return None
         step_vals = steps.vals
-        out: list[Point | None] = []
         if sp.kind in ("stated", "derived_values"):
             vals = toks.vals
             if self.rate_field is not None:
                 vals = numbers([d.get(self.rate_field) for d in recs]).vals
-            for k in range(n):
-                out.append(sp.point(lines[k], step_vals[k], vals[k], None, None))
-            return out
+            return self.speed_batch(lines, step_vals, vals, None, None, None)
         if sp.kind == "derived" and sp.unit == "steps/s":
             secs = (
                 times.vals
                 if self.steps_over
                 else numbers(self.column("elapsed", recs, lines, None)).vals
             )
-            self.secs_precision.learn(secs)  # type: ignore[arg-type]
-            for k in range(n):
-                st, t = step_vals[k], secs[k]
-                if st is None or t is None:
-                    out.append(None)
-                    continue
-                # A clock written to the second is good to half a second.
-                serr = self.secs_precision.bound(t)
-                out.append(sp.point(lines[k], st, None, st, t, 0.0, serr))
-            return out
+            sp.bounds.learn([], secs)
+            return self.speed_batch(lines, step_vals, None, step_vals, secs, None)
         if sp.kind == "stated_average":
             assert sp.field is not None
             rates = numbers([d.get(sp.field) for d in recs]).vals
@@ -708,29 +691,49 @@ class Summarizer:
             elapsed = self.keys["elapsed"] or "elapsed"
             if "{elapsed}" in sp.how:
                 sp.how = sp.how.replace("{elapsed}", elapsed)
-            self.rate_precision.learn(rates)  # type: ignore[arg-type]
-            self.secs_precision.learn(secs)  # type: ignore[arg-type]
-            for k in range(n):
-                r, t = rates[k], secs[k]
-                if r is None or t is None:
-                    out.append(None)  # a record without the pair (an evaluation's, say)
-                    continue
-                serr = self.secs_precision.bound(t)
-                err = abs(t) * self.rate_precision.bound(r) + abs(r) * serr
-                out.append(sp.point(lines[k], step_vals[k], None, r * t, t, err, serr))
-            return out
+            sp.bounds.learn(rates, secs)
+            totals = [
+                r * t if r is not None and t is not None else None for r, t in zip(rates, secs)
+            ]
+            return self.speed_batch(lines, step_vals, None, totals, secs, rates)
         if sp.kind == "derived" and self.derive_cols is not None:
             counts, seconds = self.derive_cols
-            self.secs_precision.learn(seconds)
-            for k in range(n):
-                c, t = counts[k], seconds[k]
-                if c is None or t is None:
-                    out.append(None)
-                    continue
-                serr = self.secs_precision.bound(t)
-                out.append(sp.point(lines[k], step_vals[k], None, c, t, 0.0, serr))
-            return out
+            sp.bounds.learn([], seconds)
+            return self.speed_batch(lines, step_vals, None, counts, seconds, None)
         return None
+
+    def speed_batch(
+        self,
+        lines: list[int | None],
+        steps: list[Any],
+        values: list[Any] | None,
+        totals: list[Any] | None,
+        secs: list[Any] | None,
+        rates: list[Any] | None,
+    ) -> Batch:
+        """The batch as the speed's points: at C speed where every column is whole
+        (``Speed.run``), else record by record. A counter record without its pair (an
+        evaluation's, say) is no point."""
+        sp = self.speed
+        cols = [c for c in (steps, values, totals, secs, rates) if c is not None]
+        if all(None not in c for c in cols):
+            return sp.run(lines, steps, values, totals, secs, rates)
+        out: list[Point | None] = []
+        for k in range(len(lines)):
+            if totals is not None and (totals[k] is None or secs is None or secs[k] is None):
+                out.append(None)
+                continue
+            out.append(
+                sp.point(
+                    lines[k],
+                    steps[k],
+                    None if values is None else values[k],
+                    None if totals is None else totals[k],
+                    None if secs is None else secs[k],
+                    None if rates is None else rates[k],
+                )
+            )
+        return Batch(points=out)
 
     def break_continuity(self) -> None:
         """Between head and tail: what lies between was not seen, so no restart/gap."""
