@@ -1,6 +1,7 @@
 """The speed oracle's own cost beside the parser's, on a 1,000,000-line train_log.jsonl.
 
 Run: .venv/bin/python benchmarks/oracle_bench.py [--lines 1000000] [--runs 3] [--resumes 4]
+     [--before TREE]
 
 The log holds one JSON line per step (step, time, loss, ``tok/s``: a stated rate) and
 ``resumes`` restarts from an earlier checkpoint (the step goes back). Each contender runs
@@ -11,7 +12,10 @@ as its own process under GNU time (wall seconds, CPU seconds, peak RSS), alterna
   whole summary, speed figures included;
 - ``oracle``: tests/lib/oracle.check re-reading the raw log and recomputing every speed
   figure of that summary (loaded from a JSON file written once before the runs, so the
-  parser's time is not in it); it prints how many mismatches it found (0 expected).
+  parser's time is not in it); it prints how many mismatches it found (0 expected);
+- ``parser_before`` (with ``--before TREE``, another checkout, e.g. a ``git worktree`` of
+  the commit before the speed figures): the same parser call run in that tree, so the
+  cost of the speed figures shows side by side.
 
 Prints a table of medians with each contender's ratio to the parser. CPU seconds are the
 fairer number on a shared machine: other people's load stretches wall time, not the work
@@ -38,6 +42,12 @@ PARSER = (
     "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize_log(f, workers=1)\n"
     "if len(sys.argv) > 2: open(sys.argv[2], 'w').write(json.dumps(s))\n"
     "print(s['records'], len(s['windows']), s['speed']['kind'])"
+)
+PARSER_BEFORE = (
+    "import io, sys\n"
+    "from tools.parsers import trainlog\n"
+    "with io.FileIO(sys.argv[1], 'r') as f: s = trainlog.summarize_log(f, workers=1)\n"
+    "print(s['records'], len(s['windows']))"
 )
 ORACLE = (
     "import json, sys\n"
@@ -67,13 +77,13 @@ def write_log(path: Path, lines: int, resumes: int, seed: int = 0) -> None:
             f.write(json.dumps(rec) + "\n")
 
 
-def measure(argv: list[str]) -> tuple[float, float, float, str]:
+def measure(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, float, str]:
     """Wall seconds, CPU seconds (user + system), peak RSS (MB) and stdout of ``argv``."""
     res = subprocess.run(
         ["/usr/bin/time", "-f", "%e %U %S %M", *argv],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         check=True,
     )
     wall, user, system, kb = res.stderr.strip().splitlines()[-1].split()
@@ -85,6 +95,7 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--resumes", type=int, default=4)
+    ap.add_argument("--before", type=Path, default=None, help="another checkout to compare")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="oracle-bench-") as tmp:
@@ -95,13 +106,16 @@ def main() -> None:
             "parser": [sys.executable, "-c", PARSER, str(log)],
             "oracle": [sys.executable, "-c", ORACLE, str(log), str(summary)],
         }
+        if args.before is not None:
+            contenders["parser_before"] = [sys.executable, "-c", PARSER_BEFORE, str(log)]
+        where = {"parser_before": args.before.resolve() if args.before else ROOT}
         wall: dict[str, list[float]] = {k: [] for k in contenders}
         cpu: dict[str, list[float]] = {k: [] for k in contenders}
         rss: dict[str, list[float]] = {k: [] for k in contenders}
         said: dict[str, str] = {}
         for _ in range(args.runs):
             for name, argv in contenders.items():
-                w, c, m, out = measure(argv)
+                w, c, m, out = measure(argv, where.get(name, ROOT))
                 wall[name].append(w)
                 cpu[name].append(round(c, 2))
                 rss[name].append(m)
