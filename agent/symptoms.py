@@ -56,6 +56,7 @@ SymptomKind = Literal[
     "throughput_possible_drop",
     "speed_unobserved",
     "loss_nonfinite",
+    "loss_diverged",
     "stalled",
     "restarted",
 ]
@@ -128,6 +129,8 @@ class Symptom(BaseModel):
                 f"{self.series}: possible drop to {self.ratio:.2f}×{where}, not confirmed"
                 f" ({self.note})"
             )
+        if self.kind == "loss_diverged":
+            return f"the loss diverged{where}: {self.note}"
         if self.kind == "stalled":
             after = f" after step {_num(self.step)}" if self.step is not None else ""
             return f"the run stalled{after}: {self.note}"
@@ -485,6 +488,7 @@ def find(fact: Fact | None) -> list[Symptom]:
     if subject(fact) is None or not any(s.subject for s in _series(fact)):
         out.append(_speed_unobserved(fact))
     out += _loss_nonfinite(fact)
+    out += _loss_diverged(fact, windows)
     steps = _dict(value.get("steps"))
     restarts = steps.get("restarts")
     if isinstance(restarts, int) and restarts > 0:
@@ -596,6 +600,57 @@ def _speed_unobserved(fact: Fact) -> Symptom:
     )
 
 
+DIVERGED = 2.0  # the last quarter's median loss at least this times the early windows'
+
+
+def _loss_diverged(fact: Fact, windows: Sequence[object]) -> list[Symptom]:
+    """A loss that grew: the median of the last quarter of the windows' median losses at
+    least ``DIVERGED`` times the early windows' (2 to 1+n/4, as the speed's early
+    baseline), dated at the first window after them whose loss is past that. A loss
+    that is not positive everywhere (some objectives go negative) is not judged."""
+    paths = (("loss_median",),)
+    points = [(i, v) for i, v, _, _ in window_series(list(windows), paths)]
+    n = len(windows)
+    early = [(i, v) for i, v in points if 1 <= i <= max(1, n // 4)]
+    if len(points) < 2 * STEADY_MIN or len(early) < 2:
+        return []
+    values = [v for _, v in points]
+    if min(values) <= 0:
+        return []
+    recent = points[-max(2, len(points) // 4) :]
+    base = statistics.median(v for _, v in early)
+    now = statistics.median(v for _, v in recent)
+    if now < DIVERGED * base:
+        return []
+    first = next(i for i, v in points if i > early[-1][0] and v >= DIVERGED * base)
+    window = windows[first]
+    step = window.get("first_step") if isinstance(window, dict) else None
+    ref = Ref(fact=fact.id, path=("windows",), label="loss")
+    spans = ((early[0][0], early[-1][0]), (recent[0][0], recent[-1][0]))
+    return [
+        Symptom(
+            kind="loss_diverged",
+            series="loss",
+            subject=False,
+            step=step if isinstance(step, int | float) else None,
+            ratio=now / base,
+            note=f"its recent median is {now / base:.2f}× the early windows'",
+            claims=(
+                Claim(
+                    predicate=WindowRatio(
+                        a=ref,
+                        series=paths,
+                        before=spans[0],
+                        after=spans[1],
+                        ratio=DIVERGED,
+                        below=False,
+                    )
+                ),
+            ),
+        )
+    ]
+
+
 def _grad_nonfinite(fact: Fact) -> list[Symptom]:
     """A NaN or infinite gradient norm where the logged loss stayed finite: a trainer
     that filters such losses out of its log (Trainer's logging_nan_inf_filter writes 0)
@@ -685,9 +740,9 @@ def observed_healthy(symptoms: Sequence[Symptom]) -> bool:
     )
 
 
-# Symptoms that are faults whatever the speed: a loss gone NaN or infinite, a trainer
-# alive whose logs stopped.
-BROKEN = ("loss_nonfinite", "stalled")
+# Symptoms that are faults whatever the speed: a loss gone NaN or infinite or diverged,
+# a trainer alive whose logs stopped.
+BROKEN = ("loss_nonfinite", "loss_diverged", "stalled")
 
 
 def broken(symptoms: Sequence[Symptom]) -> list[Symptom]:

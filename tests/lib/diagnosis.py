@@ -16,6 +16,7 @@ from agent.runner import build_doctor, run_session
 from agent.session import Session
 from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
+from tests.lib import oracle
 from tools.sweep import SweepSpec
 
 
@@ -42,6 +43,11 @@ def diagnose(
     outcome = run_session(session, doctor, start=DiagnosisState(target="local", baseline=baseline))
     session.close()
     report = render_markdown(build_report(outcome.state, session.ledger, session.id))
+    # Every figure of the train-log facts it read, recomputed from the log by the oracle.
+    for fact_id in outcome.state.facts:
+        fact = session.ledger.get(fact_id)
+        if fact.probe == "trainlog":
+            assert oracle.check_fact_value(fact.value) == [], fact_id
     return outcome.state, session.ledger, report
 
 

@@ -150,11 +150,25 @@ def read_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 yield line, d
 
 
+def _tokens_per(name: str) -> float:
+    """Tokens a unit of the rate ``name`` stands for: a thousand for ``ktok…``."""
+    lower = name.lower()
+    return 1000.0 if lower.startswith("ktok") or "/ktok" in lower else 1.0
+
+
 def read_points(path: Path, summary: dict[str, Any]) -> list[Point]:
     sp = summary["speed"]
     kind, field, how = sp["kind"], sp["field"], sp["how"] or ""
     step_key = (summary.get("fields") or {}).get("step") or "step"
     scale = summary.get("throughput_scale") or 1.0
+    renamed = [
+        name
+        for c in summary.get("schema_changes") or []
+        if c.get("field") == "throughput"
+        for name in (c["from"], c["to"])
+    ]
+    if renamed:  # the rate's unit is read from each name, not the last one's scale
+        scale = _tokens_per(field)
     count_key = clock_key = ""
     if kind != "stated":  # "difference of RATE x CLOCK (or COUNT) over difference of CLOCK"
         m = re.fullmatch(r"difference of (.+?)(?: x .+)? over difference of (.+)", how)
@@ -165,8 +179,12 @@ def read_points(path: Path, summary: dict[str, Any]) -> list[Point]:
         step = _num(rec.get(step_key))
         value = total = seconds = None
         if kind == "stated":
-            value = _num(rec.get(field))
-            value = value * scale if value is not None and math.isfinite(value) else None
+            # A log that changed its rate's name on the way (tok/s to ktok/s: the
+            # summary's schema_changes) states the same speed in the new name's unit.
+            name = next((n for n in [field, *renamed] if n in rec), field)
+            value = _num(rec.get(name))
+            unit = scale if name == field else _tokens_per(name)
+            value = value * unit if value is not None and math.isfinite(value) else None
         else:
             seconds = _num(rec.get(clock_key))
             first = _num(rec.get(count_key))
@@ -287,6 +305,75 @@ def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
     return bad
 
 
+def check_groups(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
+    """A log split into series (``role``, ``device``, ``rank`` fields): each window's
+    median per series over its lines, each series' recent median (its last
+    ``recent_records`` values) and early median (the median of its window medians over
+    windows 2 to 1+n/4), and each aggregate as the sum of its members'. Stated rates
+    only (a derived one is per-record arithmetic this reader does not redo)."""
+    keys = summary.get("group_fields") or []
+    field = (summary.get("fields") or {}).get("throughput")
+    if not keys or not field or summary["schema"].get("derived"):
+        return []
+    scale = summary.get("throughput_scale") or 1.0
+    series: dict[str, list[tuple[int, float]]] = {}
+    for line, rec in read_records(path, summary["format"]):
+        value = _num(rec.get(field))
+        if value is None or not math.isfinite(value) or not all(k in rec for k in keys):
+            continue
+        label = ",".join(f"{k}={rec[k]}" for k in keys)
+        series.setdefault(label, []).append((line, value * scale))
+    bad: list[Mismatch] = []
+
+    def same(figure: str, expected: float | None, got: Any) -> None:
+        if expected is None or got is None:
+            ok = expected == got
+        else:
+            ok = abs(expected - got) <= REL * max(abs(expected), abs(got))
+        if not ok:
+            bad.append(Mismatch(figure, expected, got, str(path)))
+
+    windows = summary["windows"]
+    for i, w in enumerate(windows):
+        for label, got in (w.get("tok_s_median_by_group") or {}).items():
+            vals = [v for ln, v in series.get(label, []) if w["first_line"] <= ln <= w["last_line"]]
+            same(f"windows[{i}].tok_s_median_by_group[{label}]", _median(vals), got)
+    n = len(windows)
+    early = windows[1 : 1 + max(1, n // 4)]
+    for label, group in (summary.get("groups") or {}).items():
+        tp = group["throughput"]
+        vals = [v for _, v in series.get(label, [])]
+        k = tp.get("recent_records") or 0
+        same(
+            f"groups[{label}].recent_median",
+            _median(vals[-k:]) if k else None,
+            tp.get("recent_median"),
+        )
+        meds = [(w.get("tok_s_median_by_group") or {}).get(label) for w in early]
+        same(
+            f"groups[{label}].early_median",
+            _median([m for m in meds if m is not None]),
+            tp.get("early_median"),
+        )
+    for name, agg in (summary.get("aggregates") or {}).items():
+        members = agg.get("groups") or []
+        for stat in ("recent_median", "early_median"):
+            parts = [(summary["groups"][g]["throughput"].get(stat)) for g in members]
+            nums = [v for v in parts if isinstance(v, int | float)]
+            same(f"aggregates[{name}].{stat}", sum(nums) if nums else None, agg.get(stat))
+    return bad
+
+
+def check_fact_value(value: Any) -> list[Mismatch]:
+    """Every figure of one trainlog fact's value, recomputed from the log it names."""
+    if not isinstance(value, dict) or "speed" not in value:
+        return []
+    path = Path(str((value.get("source") or {}).get("path", "")))
+    if not path.is_file() or value["speed"]["kind"] == "derived_values":
+        return []
+    return check(path, value) + check_groups(path, value)
+
+
 def check_report(report: dict[str, Any]) -> list[Mismatch]:
     """Every speed figure of every train-log fact a ``diagnose --json`` report lists,
     recomputed from the log file the fact names (its ``source.path``). A fact whose speed
@@ -303,5 +390,6 @@ def check_report(report: dict[str, Any]) -> list[Mismatch]:
             continue
         if value["speed"]["kind"] == "derived_values":
             continue
-        bad += [m._replace(where=f"{fact['id']} {m.where}") for m in check(path, value)]
+        found = check(path, value) + check_groups(path, value)
+        bad += [m._replace(where=f"{fact['id']} {m.where}") for m in found]
     return bad

@@ -139,3 +139,15 @@ def test_a_repeated_step_is_no_restart(tmp_path: Path) -> None:
     ledger = Ledger()
     fact = ledger.append(Fact(probe="trainlog", target="local", value=out))
     assert subject(fact) is not None
+
+
+def test_a_rate_that_changes_its_unit_on_the_way_is_one_speed(tmp_path: Path) -> None:
+    """tok/s for 40 records, then the same run logging ktok/s: the speed stays in
+    tokens/s (the oracle reads each record in its own unit), and the change is in the
+    schema's changes, with its line."""
+    records = [{"step": s, "tok/s": 4000.0} for s in range(1, 41)]
+    records += [{"step": s, "ktok/s": 4.0} for s in range(41, 81)]
+    out = summarize(jsonl(tmp_path / "units.jsonl", records))
+    assert [w["speed"] for w in out["windows"]] == [4000.0] * len(out["windows"])
+    (change,) = out["schema_changes"]
+    assert (change["line"], change["from"], change["to"]) == (41, "tok/s", "ktok/s")

@@ -226,3 +226,36 @@ def test_a_nightly_check_fails_a_nan_loss_and_cannot_pass_a_run_without_a_speed(
     check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
     assert check.status == "error"
     assert check.message.startswith("the run's speed is not observed: a tokens/s field"), check
+
+
+@pytest.mark.parametrize(
+    ("losses", "diverged"),
+    [
+        # A loss that falls, as a healthy run's does: nothing to tell.
+        ([3.0 - 0.02 * s for s in range(100)], False),
+        # Falling, then from step 60 climbing to 3 times the early windows': diverged,
+        # dated at the first window past twice the early median.
+        ([2.0 - 0.005 * s for s in range(60)] + [1.7 + 0.1 * s for s in range(40)], True),
+        # Negative losses (some objectives) are not judged.
+        ([-1.0 - 0.01 * s for s in range(100)], False),
+    ],
+)
+def test_a_loss_that_grows_past_twice_its_early_level_diverged(
+    tmp_path: Path, losses: list[float], diverged: bool
+) -> None:
+    ledger = Ledger()
+    log = tmp_path / "loss.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps({"step": s, "tok/s": 1000.0, "loss": v}) + "\n" for s, v in enumerate(losses)
+        )
+    )
+    found = [s for s in check_all(find(fact_of(log, ledger)), ledger) if s.kind == "loss_diverged"]
+    if not diverged:
+        assert found == []
+        return
+    (symptom,) = found
+    assert symptom.status == "verified"
+    first_past = next(s for s, v in enumerate(losses) if s > 25 and v >= 2 * 1.9)
+    assert symptom.step is not None and abs(symptom.step - first_past) <= 1, symptom.step
+    assert "diverged" in symptom.headline()
