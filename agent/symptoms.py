@@ -651,6 +651,24 @@ def _loss_diverged(fact: Fact, windows: Sequence[object]) -> list[Symptom]:
     ]
 
 
+def _broke(fact: Fact, root: str, series: str, note: str, claim: Claim) -> Symptom:
+    """A non-finite loss or gradient symptom, dated at ``root``'s first such record."""
+    step = _dict(_dict(_dict(fact.value).get(root)).get("first_nonfinite")).get("step")
+    dated = isinstance(step, int | float)
+    return Symptom(
+        kind="loss_nonfinite",
+        series=series,
+        subject=False,
+        step=step if dated else None,
+        began=Ref(fact=fact.id, path=(root, "first_nonfinite", "step"), label="step")
+        if dated
+        else None,
+        began_step=step if dated else None,
+        note=note,
+        claims=(claim,),
+    )
+
+
 def _grad_nonfinite(fact: Fact) -> list[Symptom]:
     """A NaN or infinite gradient norm where the logged loss stayed finite: a trainer
     that filters such losses out of its log (Trainer's logging_nan_inf_filter writes 0)
@@ -658,66 +676,26 @@ def _grad_nonfinite(fact: Fact) -> list[Symptom]:
     first = _dict(_dict(_dict(fact.value).get("grad_norm")).get("first_nonfinite"))
     if not first:
         return []
-    step = first.get("step")
     field = first.get("field") or "grad_norm"
+    path = ("grad_norm", "first_nonfinite", "value")
+    label = f"the first NaN or infinite {field}"
+    claim = Claim(predicate=Exists(a=Ref(fact=fact.id, path=path, label=label)))
     return [
-        Symptom(
-            kind="loss_nonfinite",
-            subject=False,
-            step=step if isinstance(step, int | float) else None,
-            began=Ref(fact=fact.id, path=("grad_norm", "first_nonfinite", "step"), label="step")
-            if isinstance(step, int | float)
-            else None,
-            began_step=step if isinstance(step, int | float) else None,
-            note=f"{first.get('value')} from",
-            series=f"gradient norm ({field})",
-            claims=(
-                Claim(
-                    predicate=Exists(
-                        a=Ref(
-                            fact=fact.id,
-                            path=("grad_norm", "first_nonfinite", "value"),
-                            label=f"the first NaN or infinite {field}",
-                        )
-                    )
-                ),
-            ),
-        )
+        _broke(fact, "grad_norm", f"gradient norm ({field})", f"{first.get('value')} from", claim)
     ]
 
 
 def _loss_nonfinite(fact: Fact) -> list[Symptom]:
     loss = _dict(_dict(fact.value).get("loss"))
-    first = _dict(loss.get("first_nonfinite"))
     count = loss.get("nonfinite")
     if not isinstance(count, int) or count < 1:
         return _grad_nonfinite(fact)
-    step = first.get("step")
-    return [
-        Symptom(
-            kind="loss_nonfinite",
-            series="loss",
-            subject=False,
-            step=step if isinstance(step, int | float) else None,
-            began=Ref(fact=fact.id, path=("loss", "first_nonfinite", "step"), label="step")
-            if isinstance(step, int | float)
-            else None,
-            began_step=step if isinstance(step, int | float) else None,
-            note=f"{first.get('value', 'not finite')} in {count} record(s), first",
-            claims=(
-                Claim(
-                    predicate=AtLeast(
-                        a=Ref(
-                            fact=fact.id,
-                            path=("loss", "nonfinite"),
-                            label="records whose loss is NaN or infinite",
-                        ),
-                        value=1,
-                    )
-                ),
-            ),
-        )
-    ]
+    value = _dict(loss.get("first_nonfinite")).get("value", "not finite")
+    label = "records whose loss is NaN or infinite"
+    claim = Claim(
+        predicate=AtLeast(a=Ref(fact=fact.id, path=("loss", "nonfinite"), label=label), value=1)
+    )
+    return [_broke(fact, "loss", "loss", f"{value} in {count} record(s), first", claim)]
 
 
 def observed_healthy(symptoms: Sequence[Symptom]) -> bool:

@@ -444,7 +444,31 @@ COUNTER_ONE_SEGMENT = Run(
 )
 
 
+# A piece whose first window holds no counter point (a run summary, an evaluation): the
+# first window that does must take its difference from the previous piece's last point
+# (line 4), not from its own first (line 6). Found by this test; kept.
+SUMMARY_AT_CUT = Run(
+    [
+        {"loss": 1.5, "step": 1, "num_input_tokens_seen": 1, "train_runtime": 1.0,
+         "train_tokens_per_second": 1.0},
+        {"train_loss": 1.0, "train_runtime": 1.0, "step": 1, "train_tokens_per_second": 1.0},
+        {"loss": 1.5, "step": 2, "num_input_tokens_seen": 1, "train_runtime": 1.0,
+         "train_tokens_per_second": 1.0},
+        {"loss": 1.5, "step": 3, "num_input_tokens_seen": 2, "train_runtime": 2.0,
+         "train_tokens_per_second": 1.0},
+        {"eval_loss": 1.0, "step": 3},
+        {"loss": 1.5, "step": 4, "num_input_tokens_seen": 3, "train_runtime": 3.0,
+         "train_tokens_per_second": 1.0},
+        {"loss": 1.5, "step": 5, "num_input_tokens_seen": 4, "train_runtime": 4.0,
+         "train_tokens_per_second": 1.0},
+        {"train_loss": 1.0, "train_runtime": 4.0, "step": 5, "train_tokens_per_second": 1.0},
+    ],
+    {1: (1, 1.0, 0), 3: (1, 1.0, 1), 4: (2, 2.0, 1), 6: (3, 3.0, 1), 7: (4, 4.0, 1)},
+)  # fmt: skip
+
+
 @PROPERTY
+@example(run=SUMMARY_AT_CUT, windows=8)
 @example(run=RESTART_AT_CUT, windows=200)
 @example(run=ONE_SEGMENT, windows=200)
 @example(run=COUNTER_ONE_SEGMENT, windows=3)

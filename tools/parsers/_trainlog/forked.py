@@ -223,6 +223,6 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
     summ.intervals.absorb(other.intervals)
     summ.gaps.absorb(other.gaps)
     summ.windows.extend(other.windows)
-    summ.speed.absorb(other.speed, continuous, other.windows[0] if other.windows else None)
+    summ.speed.absorb(other.speed, continuous, other.windows)
     if other.last_records:
         summ.last_records = other.last_records

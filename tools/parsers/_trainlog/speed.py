@@ -231,6 +231,7 @@ class Speed:
         # The last point of the first window (a forked piece's first window takes its
         # difference from the previous piece's last point: ``absorb``).
         self.first_window_last: Point | None = None
+        self.first_window_index = 0  # that window's place in the piece's windows
 
     def gap(self) -> None:
         """A part of the log between here and the next record was not read: no
@@ -251,15 +252,18 @@ class Speed:
         secs: list[Any] | None,
         rates: list[Any] | None,
     ) -> Batch:
-        """A batch's records (columns, all present), as ``point`` would take them one by
-        one: where nothing after the first record goes back and every number is finite
+        """A batch's records (columns), as ``point`` would take them one by one: where
+        every number is there and finite and nothing after the first record goes back
         (the common case, checked at C speed), they are one stretch of the current
         segment, and points are made only where a figure will cite one."""
         n = len(lines)
-        cols = [c for c in (steps, values, totals, secs) if c is not None]
-        ordered = all(all(map(le, c, c[1:])) for c in (steps, totals, secs) if c is not None)
-        finite = all(math.isfinite(sum(c)) for c in cols if c is not steps)
-        if n < 2 or not ordered or not finite:
+        cols = [c for c in (steps, values, totals, secs, rates) if c is not None]
+        if (
+            n < 2
+            or not all(None not in c for c in cols)
+            or not all(all(map(le, c, c[1:])) for c in (steps, totals, secs) if c is not None)
+            or not all(math.isfinite(sum(c)) for c in cols if c is not steps)
+        ):
             return Batch(
                 points=[self._one(k, lines, steps, values, totals, secs, rates) for k in range(n)]
             )
@@ -285,7 +289,11 @@ class Speed:
         totals: list[Any] | None,
         secs: list[Any] | None,
         rates: list[Any] | None,
-    ) -> Point:
+    ) -> Point | None:
+        """Record ``k`` as a point; a counter record without its pair (an evaluation's,
+        say) is none."""
+        if totals is not None and (totals[k] is None or secs is None or secs[k] is None):
+            return None
         return self.point(
             lines[k],
             steps[k],
@@ -402,12 +410,14 @@ class Speed:
         self.head = _moved(self.head, delta)
         self.first_window_last = _moved(self.first_window_last, delta)
 
-    def absorb(self, other: Speed, continuous: bool, first_window: dict[str, Any] | None) -> None:
+    def absorb(self, other: Speed, continuous: bool, windows: list[dict[str, Any]]) -> None:
         """Append ``other``, the speed of the records after these (a forked read's next
-        piece; ``continuous`` False when a part between was not read), as if one
-        reader had read both: the piece's first record continues the last segment
-        unless it went back, and the piece's ``first_window`` (its summary, updated
-        here) takes its difference from this part's last point."""
+        piece, whose window summaries are ``windows``; ``continuous`` False when a part
+        between was not read), as if one reader had read both: the piece's first record
+        continues the last segment unless it went back, and the piece's first window with
+        a counter point (its summary, updated here) takes its difference from this
+        part's last point."""
+        first_window = windows[other.first_window_index] if windows else None
         if self.kind is None:
             self.kind, self.field, self.unit, self.how = (
                 other.kind,

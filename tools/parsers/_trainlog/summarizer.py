@@ -34,7 +34,6 @@ from .speed import (
     RECENT_MIN,
     RECENT_SHARE,
     Batch,
-    Point,
     Speed,
     WindowSpeed,
 )
@@ -171,7 +170,6 @@ class Summarizer:
         self.win = Window()
         self.speed = Speed()
         self.win_speed = WindowSpeed(None)
-        self.windows_closed = 0
         self.derive_cols: tuple[list[Any], list[Any]] | None = None
         self.derive_names: tuple[str, str | None] | None = None
         self.rate_field: str | None = None  # a stated rate in another unit than tokens/s
@@ -596,9 +594,10 @@ class Summarizer:
                 self.speed.windows_with_speed += 1
             self.windows.append(doc)
         old = self.win_speed
-        if self.win.n and not self.windows_closed:
+        if self.win.n and self.speed.first_window_last is None and old.last is not None:
+            # The first window with a counter point (a forked piece's first difference).
             self.speed.first_window_last = old.last
-        self.windows_closed += self.win.n > 0
+            self.speed.first_window_index = len(self.windows) - 1
         self.win_speed = WindowSpeed(old.last or old.anchor)
         self.win = Window()
 
@@ -675,7 +674,7 @@ class Summarizer:
             vals = toks.vals
             if self.rate_field is not None:
                 vals = numbers([d.get(self.rate_field) for d in recs]).vals
-            return self.speed_batch(lines, step_vals, vals, None, None, None)
+            return self.speed.run(lines, step_vals, vals, None, None, None)
         if sp.kind == "derived" and sp.unit == "steps/s":
             secs = (
                 times.vals
@@ -683,7 +682,7 @@ class Summarizer:
                 else numbers(self.column("elapsed", recs, lines, None)).vals
             )
             sp.bounds.learn([], secs)
-            return self.speed_batch(lines, step_vals, None, step_vals, secs, None)
+            return self.speed.run(lines, step_vals, None, step_vals, secs, None)
         if sp.kind == "stated_average":
             assert sp.field is not None
             rates = numbers([d.get(sp.field) for d in recs]).vals
@@ -695,45 +694,12 @@ class Summarizer:
             totals = [
                 r * t if r is not None and t is not None else None for r, t in zip(rates, secs)
             ]
-            return self.speed_batch(lines, step_vals, None, totals, secs, rates)
+            return self.speed.run(lines, step_vals, None, totals, secs, rates)
         if sp.kind == "derived" and self.derive_cols is not None:
             counts, seconds = self.derive_cols
             sp.bounds.learn([], seconds)
-            return self.speed_batch(lines, step_vals, None, counts, seconds, None)
+            return self.speed.run(lines, step_vals, None, counts, seconds, None)
         return None
-
-    def speed_batch(
-        self,
-        lines: list[int | None],
-        steps: list[Any],
-        values: list[Any] | None,
-        totals: list[Any] | None,
-        secs: list[Any] | None,
-        rates: list[Any] | None,
-    ) -> Batch:
-        """The batch as the speed's points: at C speed where every column is whole
-        (``Speed.run``), else record by record. A counter record without its pair (an
-        evaluation's, say) is no point."""
-        sp = self.speed
-        cols = [c for c in (steps, values, totals, secs, rates) if c is not None]
-        if all(None not in c for c in cols):
-            return sp.run(lines, steps, values, totals, secs, rates)
-        out: list[Point | None] = []
-        for k in range(len(lines)):
-            if totals is not None and (totals[k] is None or secs is None or secs[k] is None):
-                out.append(None)
-                continue
-            out.append(
-                sp.point(
-                    lines[k],
-                    steps[k],
-                    None if values is None else values[k],
-                    None if totals is None else totals[k],
-                    None if secs is None else secs[k],
-                    None if rates is None else rates[k],
-                )
-            )
-        return Batch(points=out)
 
     def break_continuity(self) -> None:
         """Between head and tail: what lies between was not seen, so no restart/gap."""
