@@ -59,6 +59,9 @@ class Comparable:
     probe: str
     path: tuple[str | int, ...]
     derived: tuple[str, tuple[str | int, ...]] | None = None
+    # What the derived baseline is, where it is not the same figure taken earlier ("the
+    # early windows' median" against the recent records'): the entry names both.
+    derived_is: str | None = None
 
 
 class Snapshot(BaseModel):
@@ -145,6 +148,7 @@ def diff(
     """
     entries: list[DiffEntry] = []
     for item in table:
+        label, then_label = item.label, f"{item.label} (baseline)"
         now = observed(latest(ledger, current_ids, item.probe))
         if now is None:
             continue
@@ -157,6 +161,10 @@ def diff(
         elif item.derived is not None:
             then = observed(latest(ledger, current_ids, item.derived[0]))
             then_path = item.derived[1]
+            if item.derived_is:
+                name, _, how = item.label.partition(" (")
+                label = f"{name} ({item.derived_is} → {how.rstrip(')') or 'now'})"
+                then_label = f"{name} ({item.derived_is})"
         else:
             continue
         if then is None:
@@ -167,8 +175,8 @@ def diff(
         entries.append(
             DiffEntry(
                 key=item.key,
-                label=item.label,
-                baseline=Ref(fact=then.id, path=then_path, label=f"{item.label} (baseline)"),
+                label=label,
+                baseline=Ref(fact=then.id, path=then_path, label=then_label),
                 current=Ref(fact=now.id, path=item.path, label=f"{item.label} (now)"),
                 baseline_value=_storable(baseline_value),
                 current_value=_storable(current_value),

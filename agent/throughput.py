@@ -144,10 +144,21 @@ def throughput_comparables(
     if found is None:
         return []
     derived: tuple[str, tuple[str | int, ...]] = ("trainlog", found.early)
+    baseline_is = "the early windows' median"
     checkpoint_says = checkpoints is not None and _number(resolve(checkpoints, recorded))
     if checkpoint_says and not found.members and found.key == DRAFTER_KEY:
         derived = ("checkpoints", recorded)
-    table = [Comparable(found.key, found.label, "trainlog", found.path, derived=derived)]
+        baseline_is = "what the newest checkpoint recorded"
+    table = [
+        Comparable(
+            found.key,
+            found.label,
+            "trainlog",
+            found.path,
+            derived=derived,
+            derived_is=baseline_is,
+        )
+    ]
     for group in found.members[:MAX_PER_GROUP]:
         if trainlog is None:
             break
@@ -155,7 +166,12 @@ def throughput_comparables(
         if resolve(trainlog, one.path) is not MISSING:
             table.append(
                 Comparable(
-                    one.key, one.label, "trainlog", one.path, derived=("trainlog", one.early)
+                    one.key,
+                    one.label,
+                    "trainlog",
+                    one.path,
+                    derived=("trainlog", one.early),
+                    derived_is="the early windows' median",
                 )
             )
     return table

@@ -366,7 +366,7 @@ def test_health_without_a_baseline_derives_the_one_diagnose_derives(
     assert "(derived baseline)" in since["title"]
     label = target["metrics"]["baseline_tokens_per_s"]["label"].removeprefix("baseline ")
     line = next(ln["text"] for ln in since["lines"] if ln["text"].startswith(label))
-    assert line.startswith(f"{label} (median of the last "), line
+    assert line.startswith(f"{label} (the early windows' median → median of the last "), line
     assert f" records): {base['value']:,.0f} [" in line, line
     assert f"→ {target['metrics']['tokens_per_s']['value']:,.0f} [" in line
 

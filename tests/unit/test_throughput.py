@@ -114,7 +114,11 @@ def test_a_log_without_roles_or_groups(tmp_path: Path) -> None:
     assert speed is not None and speed.key == "throughput"
     value: Any = fact.value
     recent: dict[str, Any] = value["speed"]["recent"]
-    assert speed.label == f"tokens/s (tok/s, median of the last {recent['records']} records)"
+    # No snapshot: the baseline is the log's early windows, and the entry says so.
+    assert speed.label == (
+        "tokens/s (the early windows' median → tok/s, median of the last"
+        f" {recent['records']} records)"
+    )
     assert recent["records"] < value["records"]
     assert speed.current_value == pytest.approx(SLOW)
     assert speed.baseline_value == pytest.approx(GOOD)
@@ -140,7 +144,7 @@ def test_ranks_without_roles(tmp_path: Path) -> None:
     recent = ranks["groups"]["rank=1"]["throughput"]["recent_records"]
     assert (
         entries["throughput:rank=1"].label
-        == f"rank=1 tokens/s (median of the last {recent} records)"
+        == f"rank=1 tokens/s (the early windows' median → median of the last {recent} records)"
     )
 
 
@@ -158,7 +162,9 @@ def test_one_drafter_series_keeps_the_checkpoint_baseline(tmp_path: Path) -> Non
     assert speed.baseline.fact == ckpt.id and speed.baseline_value == 12000.0
     drafter: Any = fact.value
     n = drafter["groups"]["role=drafter,device=cuda:1"]["throughput"]["recent_records"]
-    assert speed.label == f"drafter tokens/s (median of the last {n} records)"
+    assert speed.label == (
+        f"drafter tokens/s (what the newest checkpoint recorded → median of the last {n} records)"
+    )
     assert drafter_group(fact) == "role=drafter,device=cuda:1"
     alone = compared(ledger, fact)["throughput.drafter"]
     assert alone.baseline.fact == fact.id and alone.baseline_value == pytest.approx(GOOD)
