@@ -51,8 +51,11 @@ def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     train-log fact, each symptom checked on it (``agent.symptoms``)."""
     doctor = runtime.context
     found = layer.find(_evidence(state, doctor).latest("trainlog"))
-    stall = progress.stalled(doctor.ledger, state.facts)
-    found = layer.check_all([*found, *([stall] if stall is not None else [])], doctor.ledger)
+    more = [
+        progress.stalled(doctor.ledger, state.facts),
+        progress.resumed_in_console(doctor.ledger, state.facts, found),
+    ]
+    found = layer.check_all([*found, *(s for s in more if s is not None)], doctor.ledger)
     log.info("symptoms", found=[f"{s.kind}:{s.status}" for s in found])
     return {"symptoms": found}
 

@@ -1,4 +1,5 @@
-"""Is the run still advancing: a trainer whose process lives while its logs stopped.
+"""Is the run still advancing, and where did it start again: a trainer whose process
+lives while its logs stopped; a resume the console states where the train log shows none.
 
 A hung trainer (a deadlock, a collective no rank joins, a sleep left in a callback) is
 the worst thing to call healthy: its log simply ends, and every figure in it looks
@@ -153,4 +154,44 @@ def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
             f" {STALL_FLOOR:g} s), while trainer pid {proc.get('pid')} lives in the workspace"
         ),
         claims=tuple(claims),
+    )
+
+
+def resumed_in_console(
+    ledger: Ledger, fact_ids: Sequence[str], found: Sequence[Symptom]
+) -> Symptom | None:
+    """A restart the console states (Trainer's "Continuing training from …", Lightning's
+    "Restoring states from the checkpoint path at …", a script's "resuming from …")
+    where the train log shows none (its steps went on, its counters did not go back):
+    dated by the last step the console printed before it, when it printed one."""
+    if any(s.kind == "restarted" for s in found):
+        return None
+    console = observed(latest(ledger, fact_ids, "stdoutlog"))
+    if console is None:
+        return None
+    sig = _dict(_dict(_dict(console.value).get("signatures")).get("resume"))
+    count = sig.get("count")
+    if not isinstance(count, int) or count < 1:
+        return None
+    after = _number(_dict(sig.get("first_after_step")).get("step"))
+    line = sig.get("first_line")
+    said = str(sig.get("first") or "")[:160]
+    return Symptom(
+        kind="restarted",
+        series="steps",
+        subject=False,
+        step=after,
+        note=f"the console says so at line {line}: {said!r}",
+        claims=(
+            Claim(
+                predicate=AtLeast(
+                    a=Ref(
+                        fact=console.id,
+                        path=("signatures", "resume", "count"),
+                        label="console lines that say the run resumed",
+                    ),
+                    value=1,
+                )
+            ),
+        ),
     )

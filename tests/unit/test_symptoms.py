@@ -259,3 +259,46 @@ def test_a_loss_that_grows_past_twice_its_early_level_diverged(
     first_past = next(s for s, v in enumerate(losses) if s > 25 and v >= 2 * 1.9)
     assert symptom.step is not None and abs(symptom.step - first_past) <= 1, symptom.step
     assert "diverged" in symptom.headline()
+
+
+def test_a_resume_the_console_states_is_a_restart_where_the_log_shows_none(
+    tmp_path: Path,
+) -> None:
+    """Lightning's metrics go on from step 40 after a resume (no step goes back, no
+    counter): its console's restore line is the restart, dated by the last step it
+    printed before it; a log that itself shows a restart needs no second one."""
+    import io
+
+    from agent.facts import Fact
+    from agent.progress import resumed_in_console
+    from tools.parsers import stdoutlog
+
+    ledger = Ledger()
+    log = tmp_path / "metrics.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "tok/s": 900.0}) + "\n" for s in range(1, 61)))
+    console = tmp_path / "train.log"
+    console.write_text(
+        "Epoch 0: step 40 loss=2.1\n"
+        "Restoring states from the checkpoint path at /ws/ckpt/epoch=0-step=40.ckpt\n"
+        "Epoch 0: step 45 loss=2.0\n"
+    )
+    with io.FileIO(str(console), "r") as f:
+        said = ledger.append(Fact(probe="stdoutlog", target="local", value=stdoutlog.scan(f)))
+    trainlog = fact_of(log, ledger)
+    found = find(trainlog)
+    assert not [s for s in found if s.kind == "restarted"]
+    resumed = resumed_in_console(ledger, [trainlog.id, said.id], found)
+    assert resumed is not None
+    (checked,) = check_all([resumed], ledger)
+    assert checked.status == "verified"
+    assert checked.headline().startswith(
+        "the run restarted at step 40 (the console says so at line 2"
+    )
+    restarted = tmp_path / "restarted.jsonl"
+    restarted.write_text(
+        "".join(
+            json.dumps({"step": s, "tok/s": 900.0}) + "\n" for s in [*range(1, 41), *range(30, 61)]
+        )
+    )
+    again = fact_of(restarted, ledger)
+    assert resumed_in_console(ledger, [again.id, said.id], find(again)) is None
