@@ -177,10 +177,14 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
         # the answer, never "no fault found". While a family that would explain a drop
         # is open for lack of facts, the evidence is what is missing, not an explanation.
         verdict = "unexplained_symptom"
-    elif any(_for_lack_of_facts(h) for h in checked) or not layer.observed_healthy(explained):
-        # "No fault found" is a claim too: it needs the run's speed observed and holding.
-        # A speed never observed, too few windows to tell, or a drop too short to
-        # confirm leaves the evidence insufficient (the symptoms say what would decide).
+    elif any(_for_lack_of_facts(h) for h in checked) or (
+        not state.focus and not layer.observed_healthy(explained)
+    ):
+        # "No fault found" about the whole run is a claim too: it needs the run's speed
+        # observed and holding. A speed never observed, too few windows to tell, or a
+        # drop too short to confirm leaves the evidence insufficient (the symptoms say
+        # what would decide). Asked about named families only (--hypothesis), the answer
+        # is about those families; the symptoms still say what the run did.
         verdict = "insufficient_evidence"
     else:
         verdict = "no_fault_found"

@@ -341,3 +341,14 @@ def test_a_drop_nothing_explains_is_its_own_verdict_and_a_verified_cause_explain
     )
     assert final.verdict == "no_fault_found"
     assert [(s.kind, s.status) for s in final.symptoms] == [("throughput_steady", "verified")]
+
+
+def test_asked_about_one_family_the_answer_is_about_that_family() -> None:
+    """--hypothesis checkpoint_integrity on a run whose speed was never observed: the
+    family is refuted, so "no fault found" for what was asked; the whole-run verdict
+    without a focus stays "insufficient evidence" (the test above)."""
+    doc, _ = doctor({"stdout_log": {"count": 0}, "checkpoints": {"count": 0}})
+    start = DiagnosisState(target="local", focus=["checkpoint_integrity"])
+    final = build_graph(doc.rules, fixes=False).invoke(start, context=doc)
+    assert final["verdict"] == "no_fault_found"
+    assert {h.kind for h in final["hypotheses"]} == {"checkpoint_integrity"}
