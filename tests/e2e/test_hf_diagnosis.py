@@ -84,13 +84,20 @@ def test_a_healthy_run_with_tokens_seen_is_no_fault_found_by_its_own_figures(
     hf_tokens_run: HfRun, tmp_path: Path
 ) -> None:
     """The speed is the Trainer's own train_tokens_per_second, differenced within the
-    run; it is steady, no family holds, and nothing compile-related is listed above it."""
+    run; it held (steady, or climbing), no family holds, and nothing compile-related is
+    listed above it."""
     report = diagnose(copy(hf_tokens_run, tmp_path), tmp_path)
     assert report["verdict"] == "no fault found", said(report)
     speed = trainlog(report)["speed"]
     assert (speed["kind"], speed["field"]) == ("stated_average", "train_tokens_per_second")
     assert "train_tokens_per_second" not in trainlog(report)["schema"]["ignored"]
-    assert any(t.endswith(" is steady (verified)") for t in said(report)), said(report)
+    # Steady, or faster in its last quarter (a neighbour's load lifting on a shared
+    # machine): a healthy run's, never a drop or a slowdown.
+    lines = said(report)
+    assert any(
+        t.endswith(" is steady (verified)") or " climbed in its last quarter" in t for t in lines
+    ), lines
+    assert not any(" fell to " in t or "possible drop" in t or " slowed " in t for t in lines)
     titles = [s["title"] for s in report["sections"]]
     assert "not applicable: the run does not compile" in titles
     assert "FX-tracing race under per-device compilation" not in titles
