@@ -46,6 +46,7 @@ CHECKPOINT_TYPES = [
     *[("agent.claims", cls.__name__) for cls in PREDICATES],
     ("agent.baseline", "DiffEntry"),
     ("agent.symptoms", "Symptom"),
+    ("agent.applicability", "NotApplicable"),
     ("agent.state", "Choice"),
     ("agent.state", "Refusal"),
     ("agent.state", "Answer"),

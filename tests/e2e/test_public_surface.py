@@ -9,12 +9,16 @@ from __future__ import annotations
 import importlib.metadata
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import get_args
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pydantic import BaseModel
 
 import agent
 from agent.claims import ClaimVerdict
 from agent.graph import CHECKPOINT_TYPES
+from agent.state import DiagnosisState
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
@@ -77,3 +81,22 @@ def test_a_claim_verdict_checkpointed_under_its_old_name_still_loads() -> None:
     # Without the old name in the list, the same bytes come back as a bare dict.
     without = [t for t in CHECKPOINT_TYPES if t != ("agent.claims", "Verdict")]
     assert type(JsonPlusSerializer(allowed_msgpack_modules=without).loads_typed(blob)) is dict
+
+
+def _models_in(annotation: object) -> Iterator[type[BaseModel]]:
+    """Every pydantic model an annotation names, through unions, containers and
+    Annotated, and the models their own fields name."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+        for field in annotation.model_fields.values():
+            yield from _models_in(field.annotation)
+    for arg in get_args(annotation):
+        yield from _models_in(arg)
+
+
+def test_every_model_the_graph_state_holds_may_be_checkpointed() -> None:
+    """LangGraph's serializer turns back into objects only the types it is told of; an
+    unlisted one is logged ("Blocked deserialization of …") onto the user's screen and
+    comes back a bare dict, so a resumed session would lose it."""
+    held = {(m.__module__, m.__name__) for m in _models_in(DiagnosisState)}
+    assert held - set(CHECKPOINT_TYPES) == set()
