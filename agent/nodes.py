@@ -53,6 +53,7 @@ def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     found = layer.find(_evidence(state, doctor).latest("trainlog"))
     more = [
         progress.stalled(doctor.ledger, state.facts),
+        progress.stopped(doctor.ledger, state.facts),
         progress.resumed_in_console(doctor.ledger, state.facts, found),
     ]
     found = layer.check_all([*found, *(s for s in more if s is not None)], doctor.ledger)

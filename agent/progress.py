@@ -1,5 +1,7 @@
 """Is the run still advancing, and where did it start again: a trainer whose process
-lives while its logs stopped; a resume the console states where the train log shows none.
+lives while its logs stopped (stalled); logs that stopped with no process left in the
+workspace (stopped: the run is over, finished or not); a resume the console states where
+the train log shows none.
 
 A hung trainer (a deadlock, a collective no rank joins, a sleep left in a callback) is
 the worst thing to call healthy: its log simply ends, and every figure in it looks
@@ -22,9 +24,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from agent.claims import AtLeast, AtMost, Claim, Matches, Ref
+from agent.claims import Absent, AtLeast, AtMost, Claim, Matches, Ref
 from agent.facts import Fact, Ledger, latest, observed
 from agent.symptoms import Symptom
 
@@ -68,9 +70,69 @@ def _trainer_in(processes: Fact, root: str) -> int | None:
     return None
 
 
-def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
-    """The stall symptom, unchecked, when the facts show one; None when they do not (a
-    log still growing, no live trainer in the workspace, or no interval to judge by)."""
+class _Quiet(NamedTuple):
+    """Logs that have not grown for over the threshold the run's interval gives."""
+
+    trainlog: Fact
+    processes: Fact
+    root: str
+    seconds: float
+    interval_path: tuple[str, ...]
+    what: str
+    threshold: float
+    logs: list[tuple[Fact, float, str]]
+
+    @property
+    def quiet(self) -> float:
+        return min(age for _, age, _ in self.logs)
+
+    def claims(self) -> list[Claim]:
+        """Each log's age over the threshold, and the interval it was computed from,
+        cited where it stands."""
+        out = [
+            Claim(
+                predicate=AtLeast(
+                    a=Ref(
+                        fact=fact.id, path=("file", "age_s"), label=f"seconds since the {name} grew"
+                    ),
+                    value=round(self.threshold, 3),
+                )
+            )
+            for fact, _, name in self.logs
+        ]
+        out.append(
+            Claim(
+                predicate=AtMost(
+                    a=Ref(
+                        fact=self.trainlog.id,
+                        path=self.interval_path,
+                        label=f"the run's {self.what}",
+                    ),
+                    value=self.seconds,
+                )
+            )
+        )
+        return out
+
+    def last_step(self) -> float | None:
+        """The step it stopped after, where the train log is the last log written: a
+        console that went on after it (a Trainer's checkpoint state) knows later steps."""
+        freshest = min(self.logs, key=lambda entry: entry[1])[0]
+        if freshest is not self.trainlog:
+            return None
+        return _number(_dict(_dict(self.trainlog.value).get("steps")).get("max"))
+
+    def said(self) -> str:
+        return (
+            f"no log has grown for {self.quiet:,.0f} s, over {STALL_FACTOR:g}× the run's"
+            f" logging interval ({self.what}: {self.seconds:.3g} s [{self.trainlog.id}], at"
+            f" least {STALL_FLOOR:g} s)"
+        )
+
+
+def _quiet(ledger: Ledger, fact_ids: Sequence[str]) -> _Quiet | None:
+    """The run's logs when every one of them has been quiet past the threshold; None when
+    one still grows, or there is no interval, workspace or process listing to judge by."""
     trainlog = observed(latest(ledger, fact_ids, "trainlog"))
     layout = observed(latest(ledger, fact_ids, "layout"))
     processes = observed(latest(ledger, fact_ids, "processes"))
@@ -90,28 +152,21 @@ def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
             logs.append((fact, age, name))
     if not logs or min(age for _, age, _ in logs) < threshold:
         return None
+    return _Quiet(trainlog, processes, root, seconds, interval_path, what, threshold, logs)
+
+
+def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
+    """The stall symptom, unchecked, when the facts show one; None when they do not (a
+    log still growing, no live trainer in the workspace, or no interval to judge by)."""
+    found = _quiet(ledger, fact_ids)
+    if found is None:
+        return None
+    processes, root = found.processes, found.root
     alive = _trainer_in(processes, root)
     if alive is None:
         return None
     proc = _dict(_dict(processes.value)["processes"][alive])
-    claims = [
-        Claim(
-            predicate=AtLeast(
-                a=Ref(fact=fact.id, path=("file", "age_s"), label=f"seconds since the {name} grew"),
-                value=round(threshold, 3),
-            )
-        )
-        for fact, _, name in logs
-    ]
-    # What the threshold was computed from: the interval, cited where it stands.
-    claims.append(
-        Claim(
-            predicate=AtMost(
-                a=Ref(fact=trainlog.id, path=interval_path, label=f"the run's {what}"),
-                value=seconds,
-            )
-        )
-    )
+    claims = found.claims()
     claims += [
         Claim(
             predicate=Matches(
@@ -134,25 +189,45 @@ def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
             )
         ),
     ]
-    quiet = min(age for _, age, _ in logs)
-    # The step it stopped after, where the train log is the last log written: a console
-    # that went on after it (a Trainer's checkpoint state) knows later steps.
-    freshest = min(logs, key=lambda entry: entry[1])[0]
-    last = (
-        _number(_dict(_dict(trainlog.value).get("steps")).get("max"))
-        if freshest is trainlog
-        else None
-    )
     return Symptom(
         kind="stalled",
         series="progress",
         subject=False,
-        step=last,
-        note=(
-            f"no log has grown for {quiet:,.0f} s, over {STALL_FACTOR:g}× the run's"
-            f" logging interval ({what}: {seconds:.3g} s [{trainlog.id}], at least"
-            f" {STALL_FLOOR:g} s), while trainer pid {proc.get('pid')} lives in the workspace"
-        ),
+        step=found.last_step(),
+        note=f"{found.said()}, while trainer pid {proc.get('pid')} lives in the workspace",
+        claims=tuple(claims),
+    )
+
+
+def stopped(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
+    """The run is not running: its logs quiet past the threshold (as for a stall) and no
+    process on the target works in the workspace (``processes.in_workspace``, empty). Not
+    a fault by itself (a finished run is so too): said, so that a report on a run that is
+    over never reads as one on a live run."""
+    found = _quiet(ledger, fact_ids)
+    if found is None:
+        return None
+    working = _dict(found.processes.value).get("in_workspace")
+    if not isinstance(working, list) or working:
+        return None
+    claims = found.claims()
+    claims.append(
+        Claim(
+            predicate=Absent(
+                a=Ref(
+                    fact=found.processes.id,
+                    path=("in_workspace",),
+                    label="live processes that work in the workspace",
+                )
+            )
+        )
+    )
+    return Symptom(
+        kind="stopped",
+        series="progress",
+        subject=False,
+        step=found.last_step(),
+        note=f"{found.said()}, and no process on the target works in the workspace",
         claims=tuple(claims),
     )
 

@@ -58,6 +58,7 @@ SymptomKind = Literal[
     "loss_nonfinite",
     "loss_diverged",
     "stalled",
+    "stopped",
     "restarted",
 ]
 
@@ -134,6 +135,9 @@ class Symptom(BaseModel):
         if self.kind == "stalled":
             after = f" after step {_num(self.step)}" if self.step is not None else ""
             return f"the run stalled{after}: {self.note}"
+        if self.kind == "stopped":
+            after = f" after step {_num(self.step)}" if self.step is not None else ""
+            return f"the run is not running{after}: {self.note}"
         if self.kind == "speed_unobserved":
             return f"the run's speed is not observed: {self.note}"
         if self.kind == "loss_nonfinite" and self.series != "loss":

@@ -594,7 +594,7 @@ def _symptom_check(state: DiagnosisState) -> Check:
     lines = [
         Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
         for s in state.symptoms
-        if s.subject or s.kind == "restarted"
+        if s.subject or s.kind in ("restarted", "stopped")
         for v in s.verdicts
     ]
     drops = _drops(state)
@@ -634,6 +634,10 @@ def _symptom_check(state: DiagnosisState) -> Check:
         message = "no sustained drop of the judged throughput"
     else:
         message = "no trend read (no train-log windows enough for one)"
+    over = [s for s in state.symptoms if s.kind == "stopped" and s.status == "verified"]
+    if over:
+        # Told beside the trend: a check of a run that is over is not one of a live run.
+        message += "; " + over[0].headline()
     return Check(
         name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="passed", message=message, lines=lines
     )

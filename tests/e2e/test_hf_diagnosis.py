@@ -8,6 +8,7 @@ log by the independent oracle (tests/lib/oracle.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -103,6 +104,27 @@ def test_a_healthy_run_with_tokens_seen_is_no_fault_found_by_its_own_figures(
     assert "FX-tracing race under per-device compilation" not in titles
 
 
+def test_a_run_that_is_over_is_said_to_be_not_running_and_judged_on_its_figures(
+    hf_tokens_run: HfRun, tmp_path: Path
+) -> None:
+    """The healthy run, its files dated ten minutes back as if it had ended then: its
+    logs quiet far past its logging interval and no process in the workspace. The report
+    says the run is not running and after which step; its verdict is still the one its
+    figures give (a run that finished is not a fault)."""
+    ws = copy(hf_tokens_run, tmp_path)
+    then = time.time() - 600
+    for path in ws.rglob("*"):
+        os.utime(path, (then, then), follow_symlinks=False)
+    report = diagnose(ws, tmp_path)
+    over = [t for t in said(report) if t.startswith("the run is not running")]
+    assert over, said(report)
+    assert over[0].startswith(f"the run is not running after step {hf_tokens_run.steps}: ")
+    assert "no process on the target works in the workspace" in over[0]
+    assert "live processes that work in the workspace" in " ".join(said(report))
+    assert not any(t.startswith("the run stalled") for t in said(report))
+    assert report["verdict"] == "no fault found", said(report)
+
+
 @pytest.mark.parametrize("run_name", ["hf_resumed_slow_60", "hf_resumed_slow_200"])
 def test_a_slowdown_after_a_resume_is_placed_within_one_logging_interval(
     run_name: str, request: pytest.FixtureRequest, tmp_path: Path
@@ -162,6 +184,7 @@ def test_a_hung_trainer_is_stated_as_stalled_not_healthy(
     stalled = [t for t in said(report) if t.startswith("the run stalled: ")]
     assert stalled, said(report)
     assert f"trainer pid {run.pid} lives in the workspace" in stalled[0]
+    assert not any(t.startswith("the run is not running") for t in said(report))
     assert report["verdict"] == "symptom unexplained"
 
 

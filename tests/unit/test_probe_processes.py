@@ -8,6 +8,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,69 @@ def test_no_match_is_an_empty_list() -> None:
 def test_bad_match() -> None:
     with pytest.raises(ProbeFailure):
         processes.collect({"match": "train"}, Context())
+
+
+def _sleeper(cwd: Path, *args: str) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "print('ready', flush=True); import time; time.sleep(60)", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()
+    proc.wait()
+    assert proc.stdout is not None
+    proc.stdout.close()
+
+
+def test_a_process_that_works_in_the_workspace_is_found_whatever_its_command(
+    tmp_path: Path,
+) -> None:
+    """``python main.py`` run from the workspace holds no "train"; a process elsewhere
+    that names the workspace on its command line works there too; one that does neither
+    is not listed."""
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    inside = _sleeper(ws / "sub")
+    naming = _sleeper(tmp_path, str(ws / "data"))
+    elsewhere = _sleeper(tmp_path)
+    try:
+        miss = f"no-such-{uuid.uuid4().hex}"
+        out = processes.collect({"match": [miss], "workspace": str(ws)}, Context())
+        pids = {p["pid"] for p in out["processes"]}
+        assert {inside.pid, naming.pid} <= pids and elsewhere.pid not in pids
+        working = {w["pid"]: w["state"] for w in out["in_workspace"]}
+        assert set(working) == pids and all(s in "RS" for s in working.values())
+        assert out["workspace"] == str(ws)
+        # Through a symlink to it, as a user may name it: /proc shows the real path.
+        link = tmp_path / "link"
+        link.symlink_to(ws)
+        out = processes.collect({"match": [miss], "workspace": str(link)}, Context())
+        assert inside.pid in {w["pid"] for w in out["in_workspace"]}
+    finally:
+        for proc in (inside, naming, elsewhere):
+            _stop(proc)
+
+
+def test_a_workspace_with_no_live_process_is_an_empty_list(tmp_path: Path) -> None:
+    """A zombie (exited, not yet reaped by its parent) runs nothing: not a live process
+    of the workspace it ran in."""
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while (processes.describe(zombie.pid, None, 100, time.time()) or {}).get("state") != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        out = processes.collect({"match": ["no-such"], "workspace": str(tmp_path)}, Context())
+        assert out["in_workspace"] == []
+    finally:
+        zombie.wait()
+
+
+def test_without_a_workspace_nothing_is_said_about_one() -> None:
+    out = processes.collect({"match": [f"no-such-{uuid.uuid4().hex}"]}, Context())
+    assert "in_workspace" not in out and "workspace" not in out

@@ -1,7 +1,11 @@
 """Trainer processes, from /proc: pid, command line, threads (and their names), start
 time, memory, and the environment variables that steer compilation.
 
-A process matches when its command line contains one of ``match`` (default: ``train``).
+A process matches when its command line contains one of ``match`` (default: ``train``),
+or, given a ``workspace``, when it works there: its working directory is in it or its
+command line names it (``torchrun main.py`` run from the workspace holds no "train").
+Those that work there and are not zombies are listed again in ``in_workspace`` (pid and
+state): whether the run has a live process at all is a fact of its own.
 The environment is the one the process was started with (``/proc/PID/environ``); what
 the trainer later sets in ``os.environ`` itself is not visible from outside — the
 reference trainer, for one, sets ``TORCHINDUCTOR_CACHE_DIR`` in code. Another user's
@@ -63,10 +67,20 @@ class Proc(TypedDict, total=False):
     env_error: str
 
 
-class ProcessesValue(TypedDict):
+class Working(TypedDict):
+    pid: int
+    state: str
+
+
+class ProcessesValue(TypedDict, total=False):
     match: list[str]
     processes: list[Proc]
     truncated: bool
+    workspace: str
+    in_workspace: list[Working]
+
+
+GONE = "ZX"  # zombie, dead: a process that no longer runs anything
 
 
 PROC_MAX = 4 << 20  # bytes of one /proc file read (a cmdline, an environ, a status)
@@ -152,9 +166,29 @@ def describe(
     return p
 
 
-def matching_pids(match: list[str]) -> list[int]:
-    """The pids whose command line holds one of ``match``: the trainer's candidates
-    (the caches probe reads their environment too)."""
+def _roots(workspace: str) -> tuple[str, ...]:
+    """The workspace as given (``~`` expanded) and as /proc shows a working directory
+    (symlinks resolved)."""
+    given = os.path.expanduser(workspace).rstrip("/") or "/"
+    real = os.path.realpath(given).rstrip("/") or "/"
+    return (given,) if real == given else (given, real)
+
+
+def works_in(workspace: str, cwd: str | None, cmd: str) -> bool:
+    """The process's working directory is ``workspace`` or under it, or its command line
+    names it."""
+    for root in _roots(workspace):
+        if cwd is not None and (cwd == root or cwd.startswith(root.rstrip("/") + "/")):
+            return True
+        if root != "/" and root in cmd:
+            return True
+    return False
+
+
+def matching_pids(match: list[str], workspace: str | None = None) -> list[int]:
+    """The pids whose command line holds one of ``match``, or that work in
+    ``workspace``: the trainer's candidates (the caches probe reads their environment
+    too)."""
     try:
         pids = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
     except OSError as exc:
@@ -170,7 +204,11 @@ def matching_pids(match: list[str]) -> list[int]:
             continue
         cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace")
         # The bundle itself (``python3 -``) and the tools around it are not the trainer.
-        if any(m in cmd for m in match) and "dflash-doctor" not in cmd:
+        if "dflash-doctor" in cmd:
+            continue
+        if any(m in cmd for m in match) or (
+            workspace and works_in(workspace, _link(f"/proc/{pid}/cwd"), cmd)
+        ):
             found.append(pid)
     return found
 
@@ -179,16 +217,28 @@ def collect(params: dict[str, Any], ctx: Context) -> ProcessesValue:
     match = params.get("match") or ["train"]
     if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
         raise ProbeFailure("bad_params", "processes: match must be a list of strings")
+    workspace = params.get("workspace")
+    if workspace is not None and not (isinstance(workspace, str) and workspace):
+        raise ProbeFailure("bad_params", "processes: workspace must be a path")
     boot = _boot_time()
     ticks = os.sysconf("SC_CLK_TCK")
     now = time.time()
     found: list[Proc] = []
-    pids = matching_pids(match)
+    pids = matching_pids(match, workspace)
     for pid in pids[:MAX_PROCS]:
         p = describe(pid, boot, ticks, now)
         if p is not None:
             found.append(p)
-    return {"match": match, "processes": found, "truncated": len(pids) > MAX_PROCS}
+    out: ProcessesValue = {"match": match, "processes": found, "truncated": len(pids) > MAX_PROCS}
+    if workspace:
+        out["workspace"] = workspace
+        out["in_workspace"] = [
+            {"pid": p["pid"], "state": p["state"]}
+            for p in found
+            if p["state"] not in GONE
+            and works_in(workspace, p.get("cwd"), " ".join(p.get("cmdline") or []))
+        ]
+    return out
 
 
 VALUE = ProcessesValue

@@ -65,7 +65,10 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 return {}, ""
             return {"configured": spec.interpreter, "because": spec.interpreter_reason}, ""
         case "processes":
-            return {"match": list(spec.process_match)}, ""
+            found: dict[str, Any] = {"match": list(spec.process_match)}
+            if spec.workspace:
+                found["workspace"] = spec.workspace
+            return found, ""
         case "layout" | "applies":
             if not spec.workspace:
                 return None, "no workspace configured"
