@@ -50,7 +50,14 @@ def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     """The symptom layer, before any family: what the run did over time, from the newest
     train-log fact, each symptom checked on it (``agent.symptoms``)."""
     doctor = runtime.context
-    found = layer.find(_evidence(state, doctor).latest("trainlog"))
+    evidence = _evidence(state, doctor)
+    found = layer.find(evidence.latest("trainlog"))
+    if not layer.judged_speed(found):
+        # The train log states no speed the tests can judge: the console's progress bar
+        # (tqdm's printed rate) is the trainer's own figure next.
+        bars = layer.find_in_bars(evidence.latest("stdoutlog"))
+        if layer.judged_speed(bars):
+            found = [s for s in found if s.kind != "speed_unobserved"] + bars
     more = [
         progress.stalled(doctor.ledger, state.facts),
         progress.stopped(doctor.ledger, state.facts),

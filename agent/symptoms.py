@@ -388,33 +388,39 @@ def _ratio(
 
 
 def _began(
-    fact: Fact, windows: Sequence[object], last_old: int, first_new: int
+    fact: Fact,
+    windows: Sequence[object],
+    last_old: int,
+    first_new: int,
+    where: tuple[PathPart, ...] = ("windows",),
 ) -> tuple[Ref, float] | None:
     """Where the new regime began (``Symptom.began``): a ref to the smallest first step
-    of the windows from the old regime's last to the new regime's first."""
+    of the windows (at ``where`` in the fact) from the old regime's last to the new
+    regime's first."""
     candidates: list[tuple[float, tuple[PathPart, ...], str]] = []
     for i in range(last_old, first_new + 1):
         w = windows[i]
         if isinstance(w, dict) and isinstance(w.get("first_step"), int | float):
             which = "the last window before the change" if i == last_old else "a window after it"
-            candidates.append((w["first_step"], ("windows", i, "first_step"), which))
+            candidates.append((w["first_step"], (*where, i, "first_step"), which))
     if not candidates:
         return None
     step, path, which = min(candidates, key=lambda c: c[0])
     return Ref(fact=fact.id, path=path, label=f"first step of {which}"), float(step)
 
 
-def find(fact: Fact | None) -> list[Symptom]:
-    """The symptoms the trainlog ``fact`` shows, unchecked (``check_all`` checks them)."""
-    if fact is None or not fact.ok:
-        return []
-    value = _dict(fact.value)
-    windows = value.get("windows")
-    if not isinstance(windows, list):
-        return []
+def _throughput(
+    fact: Fact,
+    windows: Sequence[object],
+    where: tuple[PathPart, ...],
+    serieses: Sequence[_Series],
+    skip: set[int],
+) -> list[Symptom]:
+    """The speed's symptoms over ``windows`` (at ``where`` in ``fact``), leaving out the
+    windows ``skip`` holds (warm-ups): each sustained change, a possible drop, or a
+    steady claim."""
     out: list[Symptom] = []
-    skip = _warm_up(windows, fact)
-    for series in _series(fact):
+    for series in serieses:
         points = [(i, v) for i, v in _points(windows, series.paths) if i not in skip]
         if len(points) < 2 * POSSIBLE_LEAST or (
             len(points) < 2 * MIN_WINDOWS and not series.subject
@@ -422,7 +428,7 @@ def find(fact: Fact | None) -> list[Symptom]:
             continue
         idx = [i for i, _ in points]
         values = [v for _, v in points]
-        ref = Ref(fact=fact.id, path=("windows",), label=series.label)
+        ref = Ref(fact=fact.id, path=where, label=series.label)
         cuts = change_points(values) if len(points) >= 2 * MIN_WINDOWS else []
         bounds = [0, *cuts, len(points)]
         for j, k in enumerate(cuts):
@@ -434,7 +440,7 @@ def find(fact: Fact | None) -> list[Symptom]:
             drop = ratio < 1
             window = windows[idx[k]]
             step = window.get("first_step") if isinstance(window, dict) else None
-            began = _began(fact, windows, idx[k - 1], idx[k])
+            began = _began(fact, windows, idx[k - 1], idx[k], where)
             out.append(
                 Symptom(
                     kind="throughput_drop" if drop else "throughput_rise",
@@ -450,7 +456,7 @@ def find(fact: Fact | None) -> list[Symptom]:
         possible = _possible_drop(values) if not cuts and series.subject else None
         if possible is not None:
             k, ratio = possible
-            began = _began(fact, windows, idx[k - 1], idx[k])
+            began = _began(fact, windows, idx[k - 1], idx[k], where)
             window = windows[idx[k]]
             step = window.get("first_step") if isinstance(window, dict) else None
             out.append(
@@ -489,6 +495,18 @@ def find(fact: Fact | None) -> list[Symptom]:
                     ),
                 )
             )
+    return out
+
+
+def find(fact: Fact | None) -> list[Symptom]:
+    """The symptoms the trainlog ``fact`` shows, unchecked (``check_all`` checks them)."""
+    if fact is None or not fact.ok:
+        return []
+    value = _dict(fact.value)
+    windows = value.get("windows")
+    if not isinstance(windows, list):
+        return []
+    out = _throughput(fact, windows, ("windows",), _series(fact), _warm_up(windows, fact))
     if subject(fact) is None or not any(s.subject for s in _series(fact)):
         out.append(_speed_unobserved(fact))
     out += _loss_nonfinite(fact)
@@ -521,6 +539,48 @@ def find(fact: Fact | None) -> list[Symptom]:
     elif _segments(value):
         out.append(_resumed(fact, _segments(value)))
     return out
+
+
+def bar_windows(console: Fact) -> tuple[tuple[PathPart, ...], list[object], dict[str, Any]] | None:
+    """Where the console's chosen progress bar keeps its windows, the windows, and the
+    bar's family (``tools.parsers._bars``); None without one."""
+    progress = _dict(_dict(console.value).get("progress"))
+    chosen = progress.get("chosen")
+    families = progress.get("families")
+    if not isinstance(chosen, int) or not isinstance(families, list):
+        return None
+    if not 0 <= chosen < len(families):
+        return None
+    family = _dict(families[chosen])
+    windows = family.get("windows")
+    if not isinstance(windows, list) or not windows:
+        return None
+    return ("progress", "families", chosen, "windows"), windows, family
+
+
+def find_in_bars(console: Fact | None) -> list[Symptom]:
+    """The speed's symptoms from the console's progress bar (tqdm's printed rate), for a
+    run whose train log states no speed: the same tests as ``find``, on the bar's
+    windows, leaving out the window each bar begins in (its rate is warming up)."""
+    if console is None or not console.ok:
+        return []
+    found = bar_windows(console)
+    if found is None:
+        return []
+    where, windows, family = found
+    desc = str(family.get("desc") or "")
+    named = f" {desc!r}" if desc else ""
+    label = (
+        f"{family.get('unit') or 'it/s'} (the console's progress bar{named}, as tqdm printed it)"
+    )
+    skip = {0} | {i for i, w in enumerate(windows) if _dict(w).get("bar_start")}
+    series = [_Series(label=label, paths=(("speed",),), subject=True)]
+    return _throughput(console, windows, where, series, skip)
+
+
+def judged_speed(symptoms: Sequence[Symptom]) -> bool:
+    """Whether a symptom judges the run's speed (a change, a possible drop, steady)."""
+    return any(s.subject and s.kind.startswith("throughput_") for s in symptoms)
 
 
 def _segments(value: dict[str, Any]) -> list[dict[str, Any]]:

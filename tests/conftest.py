@@ -30,6 +30,8 @@ SHARED_RUNS = {
     "threads_workspace": "foreign",
     "hf_default_run": "hf_runs",
     "hf_tokens_run": "hf_runs",
+    "hf_bar_run": "hf_runs",
+    "hf_bar_slow_run": "hf_runs",
     "hf_resumed_slow_60": "hf_runs",
     "hf_resumed_slow_200": "hf_runs",
     "hf_nan_run": "hf_runs",

@@ -20,9 +20,9 @@ import pytest
 
 from agent.progress import STALL_FLOOR
 from agent.report.model import SCHEMA
-from tests.lib import oracle
+from tests.lib import oracle, oracle_bars
 from tests.lib.foreign_trainers import cli
-from tests.lib.hf_runs import HfNanRun, HfRun, HfSlowRun, HfStalledRun
+from tests.lib.hf_runs import HfBarRun, HfNanRun, HfRun, HfSlowRun, HfStalledRun
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -37,6 +37,7 @@ def diagnose(ws: Path, tmp_path: Path) -> dict[str, Any]:
     report: dict[str, Any] = json.loads(run.stdout)
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
     assert oracle.check_report(report) == []
+    assert oracle_bars.check_report(report) == []
     return report
 
 
@@ -123,6 +124,48 @@ def test_a_run_that_is_over_is_said_to_be_not_running_and_judged_on_its_figures(
     assert "live processes that work in the workspace" in " ".join(said(report))
     assert not any(t.startswith("the run stalled") for t in said(report))
     assert report["verdict"] == "no fault found", said(report)
+
+
+def bar_fact(report: dict[str, Any]) -> dict[str, Any]:
+    (fact,) = [f for f in report["facts"] if f["probe"] == "stdoutlog"]
+    progress: dict[str, Any] = fact["value"]["progress"]
+    return progress["families"][progress["chosen"]]  # type: ignore[no-any-return]
+
+
+def test_the_progress_bar_is_the_speed_where_the_records_state_none(
+    hf_bar_run: HfBarRun, tmp_path: Path
+) -> None:
+    """The Trainer's defaults: no speed in any record, its tqdm bar on the console. The
+    bar's printed rate is the speed (every window recomputed by the bar oracle); the run
+    held it and is no fault found, not "speed unknown"."""
+    report = diagnose(copy(hf_bar_run, tmp_path), tmp_path)
+    lines = said(report)
+    assert not any(t.startswith("the run's speed is not observed") for t in lines), lines
+    bar = bar_fact(report)
+    assert (bar["desc"], bar["total"], bar["unit"]) == ("", str(hf_bar_run.steps), "it/s")
+    assert bar["windows"][-1]["last_step"] == hf_bar_run.steps
+    label = "it/s (the console's progress bar, as tqdm printed it)"
+    assert any(
+        t == f"{label} is steady (verified)" or t.startswith(f"{label} climbed in its last")
+        for t in lines
+    ), lines
+    assert report["verdict"] == "no fault found", lines
+
+
+def test_a_slowdown_the_progress_bar_shows_is_placed_and_never_healthy(
+    hf_bar_slow_run: HfBarRun, tmp_path: Path
+) -> None:
+    """A sleep after step 450: the bar's rate falls and the drop is placed within one
+    logging interval of the injected step (the window it starts holds updates from both
+    sides: tqdm's rate is a moving average), and the verdict is never "no fault found"."""
+    run = hf_bar_slow_run
+    assert run.injected_step is not None
+    report = diagnose(copy(run, tmp_path), tmp_path)
+    lines = said(report)
+    drop = possible_or_confirmed_drop(lines)
+    assert drop.startswith("it/s (the console's progress bar, as tqdm printed it)"), drop
+    assert abs(step_of(drop) - run.injected_step) <= run.logging_steps, drop
+    assert report["verdict"] in ("symptom unexplained", "insufficient evidence"), lines
 
 
 @pytest.mark.parametrize("run_name", ["hf_resumed_slow_60", "hf_resumed_slow_200"])

@@ -78,6 +78,16 @@ class HfSlowRun(HfRun):
 
 
 @dataclass(frozen=True)
+class HfBarRun(HfRun):
+    """The Trainer's progress bar on (its default): tqdm's meter on the console, no speed
+    in the records. ``injected_step``: every later step sleeps ``slow_seconds`` (None:
+    healthy)."""
+
+    injected_step: int | None
+    slow_seconds: float
+
+
+@dataclass(frozen=True)
 class HfNanRun(HfRun):
     """A weight set to NaN at the end of step ``injected_step``: every later step's loss
     and gradients are NaN. ``nan_filter``: the Trainer's default
@@ -155,6 +165,44 @@ def hf_default_run(tmp_path_factory: pytest.TempPathFactory) -> HfRun:
 def hf_tokens_run(tmp_path_factory: pytest.TempPathFactory) -> HfRun:
     """``hf_default_run`` with ``include_num_input_tokens_seen``. About 6 s."""
     return _healthy(tmp_path_factory, "hf_tokens_run", tokens_seen=True)
+
+
+# A bar's windows hold 5 of tqdm's updates at least, and tqdm redraws at most every
+# 0.1 s: 600 steps of about 8 ms give the fast part enough windows to confirm a change.
+BAR_STEPS, BAR_SLOW_AFTER, BAR_SLOW_SECONDS = 600, 450, 0.05
+
+
+def _bar(tmp_path_factory: pytest.TempPathFactory, name: str, slow: bool) -> HfBarRun:
+    ws = _workspace(tmp_path_factory, name)
+    run = HfBarRun(
+        Workspace(ws),
+        steps=BAR_STEPS,
+        logging_steps=50,
+        save_steps=200,
+        tokens_seen=False,
+        injected_step=BAR_SLOW_AFTER if slow else None,
+        slow_seconds=BAR_SLOW_SECONDS if slow else 0.0,
+    )
+    flags = _flags(run.steps, run.logging_steps, run.save_steps, False, "--progress-bar")
+    if slow:
+        flags += ["--slow-after", str(BAR_SLOW_AFTER), "--slow-seconds", str(BAR_SLOW_SECONDS)]
+    _train(ws, *flags)
+    _publish(run, name)
+    return run
+
+
+@pytest.fixture(scope="session")
+def hf_bar_run(tmp_path_factory: pytest.TempPathFactory) -> HfBarRun:
+    """Healthy, 600 steps, the Trainer's defaults but for the step counts: its progress
+    bar on, no speed in its records (one every 50 steps), checkpoints 200, 400, 600.
+    About 11 s."""
+    return _bar(tmp_path_factory, "hf_bar_run", slow=False)
+
+
+@pytest.fixture(scope="session")
+def hf_bar_slow_run(tmp_path_factory: pytest.TempPathFactory) -> HfBarRun:
+    """``hf_bar_run`` with a sleep of 0.05 s after every step after 450. About 17 s."""
+    return _bar(tmp_path_factory, "hf_bar_slow_run", slow=True)
 
 
 def _resumed_slow(

@@ -17,6 +17,10 @@ lines of the log follow its last one (None when the middle of the log was skippe
 it lay before the gap), which tells an exception that ended the run from one logged on
 the way.
 
+Progress bars (tqdm's meter, redrawn with ``\r``) are read as the trainer's own stated
+speed, in ``progress`` (see ``_bars``); a bar whose updates make a line longer than
+``max_line`` is not read (an epoch of a bar that nothing interrupts with a newline).
+
 Reading is bounded like the JSONL summary (see ``_lines``): overlong lines are counted,
 not held, and a file over ``max_scan`` is read as head and tail, with line numbers in
 the tail unknown (offsets are always given).
@@ -32,6 +36,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ._bars import Bars
 from ._lines import LineReader, plan_ranges
 
 __all__ = ["SIGNATURES", "Signature", "scan"]
@@ -604,6 +609,7 @@ def scan(
     size = os.fstat(f.fileno()).st_size
     ranges = plan_ranges(size, max_scan, head)
     scanner = _Scanner(signatures)
+    bars = Bars()
     lines = overlong = bytes_read = 0
     cut = False
     last_lines: deque[bytes] = deque(maxlen=tail_lines)
@@ -614,6 +620,7 @@ def scan(
             scanner.pending_thread = None
             scanner.step_seen = None  # the skipped middle may have printed later steps
             last_lines.clear()
+            bars.gap()
         reader = LineReader(
             f,
             start,
@@ -624,6 +631,7 @@ def scan(
         )
         for b in reader:
             scanner.block(b.first_line, b.offset, b.data)
+            bars.feed(b.data, b.first_line, b.offset)
             # Only the end of the last block matters for the tail; keep it cheap.
             last_lines.extend(b.data[-tail_lines * (SAMPLE + 1) :].split(b"\n")[-tail_lines:])
         lines += reader.lines
@@ -639,6 +647,7 @@ def scan(
             "overlong_lines": overlong,
             "unterminated_last_line": cut,
             "tail": list(scanner.tail),
+            "progress": bars.result(),
             "coverage": {
                 "mode": "full" if len(ranges) == 1 else "head+tail",
                 "ranges": [[s, e] for s, e in ranges],

@@ -130,6 +130,9 @@ def main() -> None:
     parser.add_argument("--nan-after", type=int)
     parser.add_argument("--hang-after", type=int)
     parser.add_argument("--no-nan-filter", action="store_true")
+    # The Trainer's default draws its progress bar (tqdm, on stderr, redrawn with \r);
+    # the runs that read the speed from the records turn it off, as many users do.
+    parser.add_argument("--progress-bar", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
     model = build_model(args.model)
@@ -145,7 +148,7 @@ def main() -> None:
         report_to=[],
         use_cpu=True,
         dataloader_num_workers=0,
-        disable_tqdm=True,
+        disable_tqdm=not args.progress_bar,
         # The Trainer's default (True) counts a NaN step's loss as the mean loss since the
         # last record; once every step is NaN that mean is 0: the loss column reads 0 and
         # only grad_norm says nan.
