@@ -55,9 +55,14 @@ def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     if not layer.judged_speed(found):
         # The train log states no speed the tests can judge: the console's progress bar
         # (tqdm's printed rate) is the trainer's own figure next.
-        bars = layer.find_in_bars(evidence.latest("stdoutlog"))
-        if layer.judged_speed(bars):
-            found = [s for s in found if s.kind != "speed_unobserved"] + bars
+        # Then, as the last resort, the pace its checkpoints were saved at.
+        for other in (
+            layer.find_in_bars(evidence.latest("stdoutlog")),
+            layer.find_in_checkpoints(evidence.latest("checkpoints")),
+        ):
+            if layer.judged_speed(other):
+                found = [s for s in found if s.kind != "speed_unobserved"] + other
+                break
     more = [
         progress.stalled(doctor.ledger, state.facts),
         progress.stopped(doctor.ledger, state.facts),

@@ -578,6 +578,20 @@ def find_in_bars(console: Fact | None) -> list[Symptom]:
     return _throughput(console, windows, where, series, skip)
 
 
+def find_in_checkpoints(checkpoints: Fact | None) -> list[Symptom]:
+    """The speed's symptoms from the checkpoints' pace (steps over their modification
+    times, ``tools.probes.checkpoints.pace``): the last resort, for a run whose logs state
+    no speed at all. Every interval holds a save, so none is a warm-up."""
+    if checkpoints is None or not checkpoints.ok:
+        return []
+    windows = _dict(_dict(checkpoints.value).get("pace")).get("windows")
+    if not isinstance(windows, list) or not windows:
+        return []
+    label = "steps/s (between checkpoints, by their modification times)"
+    series = [_Series(label=label, paths=(("speed",),), subject=True)]
+    return _throughput(checkpoints, windows, ("pace", "windows"), series, set())
+
+
 def judged_speed(symptoms: Sequence[Symptom]) -> bool:
     """Whether a symptom judges the run's speed (a change, a possible drop, steady)."""
     return any(s.subject and s.kind.startswith("throughput_") for s in symptoms)
@@ -622,7 +636,8 @@ def speed_hint(value: dict[str, Any]) -> str:
     if fmt == "trainer_state" or {"grad_norm", "learning_rate", "epoch"} <= seen:
         return (
             "Hugging Face Trainer logs its speed with include_num_input_tokens_seen=True"
-            " (train_tokens_per_second at each logging step)"
+            " (train_tokens_per_second at each logging step); its progress bar"
+            " (disable_tqdm=False, the default) on the console states one too"
         )
     if fmt == "csv":
         return (
@@ -631,7 +646,7 @@ def speed_hint(value: dict[str, Any]) -> str:
         )
     return (
         "a tokens/s field, or a running token count with a timestamp, in each record"
-        " (or name them in the profile's log_fields)"
+        " (or name them in the profile's log_fields); or a tqdm progress bar on the console"
     )
 
 

@@ -32,6 +32,7 @@ SHARED_RUNS = {
     "hf_tokens_run": "hf_runs",
     "hf_bar_run": "hf_runs",
     "hf_bar_slow_run": "hf_runs",
+    "hf_pace_slow_run": "hf_runs",
     "hf_resumed_slow_60": "hf_runs",
     "hf_resumed_slow_200": "hf_runs",
     "hf_nan_run": "hf_runs",

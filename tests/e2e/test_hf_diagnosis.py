@@ -168,6 +168,33 @@ def test_a_slowdown_the_progress_bar_shows_is_placed_and_never_healthy(
     assert report["verdict"] in ("symptom unexplained", "insufficient evidence"), lines
 
 
+def test_where_no_log_states_a_speed_the_checkpoints_pace_shows_the_slowdown(
+    hf_pace_slow_run: HfBarRun, tmp_path: Path
+) -> None:
+    """No speed in the records, no progress bar: the checkpoints' modification times
+    (kept by the copy) are the pace of last resort. Nine intervals, four before the
+    slowdown: too few to confirm, so a possible drop, placed at the first interval after
+    the injected step, and insufficient evidence, never "no fault found"."""
+    run = hf_pace_slow_run
+    assert run.injected_step is not None
+    report = diagnose(copy(run, tmp_path), tmp_path)
+    lines = said(report)
+    drop = possible_or_confirmed_drop(lines)
+    assert drop.startswith("steps/s (between checkpoints, by their modification times)"), drop
+    assert step_of(drop) == run.injected_step, drop  # the interval 25 -> 30
+    assert not any(t.startswith("the run's speed is not observed") for t in lines), lines
+    assert report["verdict"] == "insufficient evidence", lines
+    (fact,) = [f for f in report["facts"] if f["probe"] == "checkpoints"]
+    for window in fact["value"]["pace"]["windows"]:
+        # Each figure from its two checkpoints' steps and times, as the fact cites them.
+        by_name = {s["name"]: s for s in fact["value"]["steps"]}
+        a, b = by_name[window["from"]], by_name[window["to"]]
+        for entry in (a, b):
+            assert entry["mtime"] == (Path(fact["value"]["path"]) / entry["name"]).stat().st_mtime
+        assert window["speed"] == (b["step"] - a["step"]) / (b["mtime"] - a["mtime"])
+        assert window["speed"] * (b["mtime"] - a["mtime"]) == pytest.approx(run.save_steps)
+
+
 @pytest.mark.parametrize("run_name", ["hf_resumed_slow_60", "hf_resumed_slow_200"])
 def test_a_slowdown_after_a_resume_is_placed_within_one_logging_interval(
     run_name: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -79,9 +79,9 @@ class HfSlowRun(HfRun):
 
 @dataclass(frozen=True)
 class HfBarRun(HfRun):
-    """The Trainer's progress bar on (its default): tqdm's meter on the console, no speed
-    in the records. ``injected_step``: every later step sleeps ``slow_seconds`` (None:
-    healthy)."""
+    """A run with no speed in its records (the Trainer's default), read from its
+    progress bar or its checkpoints. ``injected_step``: every later step sleeps
+    ``slow_seconds`` more (None: healthy)."""
 
     injected_step: int | None
     slow_seconds: float
@@ -203,6 +203,35 @@ def hf_bar_run(tmp_path_factory: pytest.TempPathFactory) -> HfBarRun:
 def hf_bar_slow_run(tmp_path_factory: pytest.TempPathFactory) -> HfBarRun:
     """``hf_bar_run`` with a sleep of 0.05 s after every step after 450. About 17 s."""
     return _bar(tmp_path_factory, "hf_bar_slow_run", slow=True)
+
+
+# Checkpoints every 5 steps of a quarter second: a second or more apart, as the pace
+# reads them (tools.probes.checkpoints.PACE_MIN_SECONDS); 0.6 s more a step after 25.
+PACE_STEPS, PACE_SAVE, PACE_STEP_SECONDS, PACE_SLOW_AFTER, PACE_SLOW_SECONDS = 50, 5, 0.25, 25, 0.6
+
+
+@pytest.fixture(scope="session")
+def hf_pace_slow_run(tmp_path_factory: pytest.TempPathFactory) -> HfBarRun:
+    """No speed in the records and no progress bar: only the checkpoints' times tell the
+    pace. 50 steps of 0.25 s, a checkpoint every 5, each step after 25 slept 0.6 s more.
+    About 34 s."""
+    name = "hf_pace_slow_run"
+    ws = _workspace(tmp_path_factory, name)
+    run = HfBarRun(
+        Workspace(ws),
+        steps=PACE_STEPS,
+        logging_steps=5,
+        save_steps=PACE_SAVE,
+        tokens_seen=False,
+        injected_step=PACE_SLOW_AFTER,
+        slow_seconds=PACE_SLOW_SECONDS,
+    )
+    flags = _flags(run.steps, run.logging_steps, run.save_steps, False)
+    flags += ["--step-seconds", str(PACE_STEP_SECONDS)]
+    flags += ["--slow-after", str(PACE_SLOW_AFTER), "--slow-seconds", str(PACE_SLOW_SECONDS)]
+    _train(ws, *flags)
+    _publish(run, name)
+    return run
 
 
 def _resumed_slow(

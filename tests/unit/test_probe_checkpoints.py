@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -208,3 +209,36 @@ def test_deep_safetensors_header(tmp_path: Path) -> None:
     (d / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 8)
     f = collect(tmp_path)["steps"][0]["files"][0]
     assert f["ok"] is False and "nested too deep" in f["problem"]
+
+
+def _saved(root: Path, name: str, mtime: float) -> None:
+    d = root / name
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    os.utime(d, (mtime, mtime))
+
+
+def test_the_pace_is_steps_over_the_checkpoints_times(tmp_path: Path) -> None:
+    """checkpoint-10 at t, -20 at t+2 s, -30 at t+12 s: 5 then 1 steps a second; an
+    unfinished save is left out; an interval under a second has no figure."""
+    t = 1_700_000_000.0
+    for name, at in (("checkpoint-10", t), ("checkpoint-20", t + 2), ("checkpoint-30", t + 12)):
+        _saved(tmp_path, name, at)
+    _saved(tmp_path, "checkpoint-35", t + 12.5)
+    _saved(tmp_path, "checkpoint-40.tmp", t + 14)
+    pace = collect(tmp_path)["pace"]
+    assert pace["ordered"] and pace["unit"] == "steps/s"
+    assert [(w["from"], w["to"], w.get("speed")) for w in pace["windows"]] == [
+        ("checkpoint-10", "checkpoint-20", 5.0),
+        ("checkpoint-20", "checkpoint-30", 1.0),
+        ("checkpoint-30", "checkpoint-35", None),
+    ]
+
+
+def test_times_that_do_not_rise_with_the_steps_give_no_pace(tmp_path: Path) -> None:
+    """A copy that did not keep the times (checkpoint-100 copied before checkpoint-20)."""
+    t = 1_700_000_000.0
+    for name, at in (("checkpoint-20", t + 5), ("checkpoint-100", t), ("checkpoint-60", t + 9)):
+        _saved(tmp_path, name, at)
+    pace = collect(tmp_path)["pace"]
+    assert not pace["ordered"] and pace["windows"] == []

@@ -99,6 +99,9 @@ class CheckpointsValue(TypedDict):
     # it, else the workspace's environment files; ``recorded_from`` says which, per quantity.
     recorded: dict[str, Any]
     recorded_from: dict[str, str]
+    # Steps over the checkpoints' modification times: the run's pace where nothing else
+    # states one (``pace``).
+    pace: dict[str, Any]
 
 
 def _records_in(names: list[str], listing: list[str]) -> list[str]:
@@ -458,6 +461,47 @@ def one_file(
     return entry
 
 
+PACE_MIN_SECONDS = 1.0  # an interval shorter than this is no pace (a copy's timestamps)
+
+
+def pace(steps: list[StepDir]) -> dict[str, Any]:
+    """Steps per second between consecutive finished checkpoints, by their modification
+    times (a save's end): the run's pace as its saves show it, the last resort where no
+    log states a speed. Each interval includes one save. Withheld where the times do not
+    rise with the steps (a copy that did not keep them, a checkpoint touched later), and
+    for an interval under ``PACE_MIN_SECONDS``."""
+    saved = sorted(
+        (
+            e
+            for e in steps
+            if isinstance(e.get("step"), int) and "mtime" in e and not e.get("incomplete")
+        ),
+        key=lambda e: e["step"] or 0,
+    )
+    out: dict[str, Any] = {
+        "how": "(step - previous step) / (mtime - previous mtime),"
+        " consecutive finished checkpoints",
+        "unit": "steps/s",
+        "ordered": all(a["mtime"] < b["mtime"] for a, b in zip(saved, saved[1:])),
+        "windows": [],
+    }
+    if not out["ordered"]:
+        return out
+    for a, b in zip(saved, saved[1:]):
+        seconds = b["mtime"] - a["mtime"]
+        window: dict[str, Any] = {
+            "first_step": a["step"],
+            "last_step": b["step"],
+            "from": a["name"],
+            "to": b["name"],
+            "seconds": seconds,
+        }
+        if seconds >= PACE_MIN_SECONDS:
+            window["speed"] = ((b["step"] or 0) - (a["step"] or 0)) / seconds
+        out["windows"].append(window)
+    return out
+
+
 def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
     path, source = layout.chosen(
         params, "checkpoint_dirs", "directory holding checkpoints named with a step or epoch"
@@ -520,6 +564,7 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
         "environment": environment,
         "recorded": baseline,
         "recorded_from": baseline_from,
+        "pace": pace(steps),
     }
 
 

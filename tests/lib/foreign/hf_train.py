@@ -127,6 +127,9 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--slow-after", type=int)
     parser.add_argument("--slow-seconds", type=float, default=0.0)
+    # Every step this much longer, as a larger model's would take (a tiny model's 8 ms
+    # steps save a checkpoint every few milliseconds; a real run's are seconds apart).
+    parser.add_argument("--step-seconds", type=float, default=0.0)
     parser.add_argument("--nan-after", type=int)
     parser.add_argument("--hang-after", type=int)
     parser.add_argument("--no-nan-filter", action="store_true")
@@ -156,6 +159,8 @@ def main() -> None:
         seed=0,
     )
     callbacks: list[TrainerCallback] = []
+    if args.step_seconds:
+        callbacks.append(SlowAfter(0, args.step_seconds))
     if args.slow_after is not None:
         callbacks.append(SlowAfter(args.slow_after, args.slow_seconds))
     if args.nan_after is not None:
