@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.runtime import Runtime
@@ -20,10 +20,11 @@ from agent.applicability import set_aside
 from agent.baseline import diff, import_snapshot
 from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
 from agent.doctor import Doctor
-from agent.facts import Fact
+from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence, Rule
 from agent.state import Answer, Choice, DiagnosisState, Refusal
+from agent.symptoms import Symptom
 from playbooks.base import FX_TRACE
 from tools.errors import DoctorError
 from tools.log import get_logger
@@ -46,29 +47,46 @@ def gather(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     return {"facts": [f.id for f in facts]}
 
 
+def _speed_symptoms(evidence: Evidence) -> list[Symptom]:
+    """The train log's symptoms; where it states no speed the tests can judge, the
+    console's progress bar (tqdm's printed rate, the trainer's own figure) and then, as
+    the last resort, the pace its checkpoints were saved at."""
+    found = layer.find(evidence.latest("trainlog"))
+    if layer.judged_speed(found):
+        return found
+    for other in (
+        layer.find_in_bars(evidence.latest("stdoutlog")),
+        layer.find_in_checkpoints(evidence.latest("checkpoints")),
+    ):
+        if layer.judged_speed(other):
+            return [s for s in found if s.kind != "speed_unobserved"] + other
+    return found
+
+
+def _progress_symptoms(ledger: Ledger, facts: Sequence[str], found: list[Symptom]) -> list[Symptom]:
+    """Whether the run still advances, and where it started again when its train log
+    does not show it (``agent.progress``): each only where the earlier ones found none."""
+    out = [
+        s
+        for s in (
+            progress.stalled(ledger, facts),
+            progress.stopped(ledger, facts),
+            progress.resumed_in_console(ledger, facts, found),
+        )
+        if s is not None
+    ]
+    started = progress.restarted_process(ledger, facts, [*found, *out])
+    return out if started is None else [*out, started]
+
+
 def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     """The symptom layer, before any family: what the run did over time, from the newest
-    train-log fact, each symptom checked on it (``agent.symptoms``)."""
+    train-log fact (else the console's bar, the checkpoints' pace) and the run's
+    progress, each symptom checked on its facts (``agent.symptoms``)."""
     doctor = runtime.context
-    evidence = _evidence(state, doctor)
-    found = layer.find(evidence.latest("trainlog"))
-    if not layer.judged_speed(found):
-        # The train log states no speed the tests can judge: the console's progress bar
-        # (tqdm's printed rate) is the trainer's own figure next.
-        # Then, as the last resort, the pace its checkpoints were saved at.
-        for other in (
-            layer.find_in_bars(evidence.latest("stdoutlog")),
-            layer.find_in_checkpoints(evidence.latest("checkpoints")),
-        ):
-            if layer.judged_speed(other):
-                found = [s for s in found if s.kind != "speed_unobserved"] + other
-                break
-    more = [
-        progress.stalled(doctor.ledger, state.facts),
-        progress.stopped(doctor.ledger, state.facts),
-        progress.resumed_in_console(doctor.ledger, state.facts, found),
-    ]
-    found = layer.check_all([*found, *(s for s in more if s is not None)], doctor.ledger)
+    found = _speed_symptoms(_evidence(state, doctor))
+    found += _progress_symptoms(doctor.ledger, state.facts, found)
+    found = layer.check_all(found, doctor.ledger)
     log.info("symptoms", found=[f"{s.kind}:{s.status}" for s in found])
     return {"symptoms": found}
 

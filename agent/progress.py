@@ -1,7 +1,8 @@
 """Is the run still advancing, and where did it start again: a trainer whose process
 lives while its logs stopped (stalled); logs that stopped with no process left in the
 workspace (stopped: the run is over, finished or not); a resume the console states where
-the train log shows none.
+the train log shows none; a live trainer that started after the train log's first record
+(a later process wrote the rest).
 
 A hung trainer (a deadlock, a collective no rank joins, a sleep left in a callback) is
 the worst thing to call healthy: its log simply ends, and every figure in it looks
@@ -26,7 +27,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from agent.claims import Absent, AtLeast, AtMost, Claim, Matches, Ref
+from agent.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
 from agent.facts import Fact, Ledger, latest, observed
 from agent.symptoms import Symptom
 
@@ -236,37 +237,125 @@ def resumed_in_console(
     ledger: Ledger, fact_ids: Sequence[str], found: Sequence[Symptom]
 ) -> Symptom | None:
     """A restart the console states (Trainer's "Continuing training from …", Lightning's
-    "Restoring states from the checkpoint path at …", a script's "resuming from …")
-    where the train log shows none (its steps went on, its counters did not go back):
-    dated by the last step the console printed before it, when it printed one."""
+    "Restoring states from the checkpoint path at …", a script's "resuming from …"), or a
+    checkpoint it loaded after printing a step (the run went back to one), where the
+    train log shows none (its steps went on, its counters did not go back): dated by the
+    last step the console printed before it, when it printed one."""
     if any(s.kind == "restarted" for s in found):
         return None
     console = observed(latest(ledger, fact_ids, "stdoutlog"))
     if console is None:
         return None
-    sig = _dict(_dict(_dict(console.value).get("signatures")).get("resume"))
+    signatures = _dict(_dict(console.value).get("signatures"))
+    sig = _dict(signatures.get("resume"))
     count = sig.get("count")
-    if not isinstance(count, int) or count < 1:
+    if isinstance(count, int) and count >= 1:
+        after = _number(_dict(sig.get("first_after_step")).get("step"))
+        said = str(sig.get("first") or "")[:160]
+        return Symptom(
+            kind="restarted",
+            series="steps",
+            subject=False,
+            step=after,
+            note=f"the console says so at line {sig.get('first_line')}: {said!r}",
+            claims=(
+                Claim(
+                    predicate=AtLeast(
+                        a=Ref(
+                            fact=console.id,
+                            path=("signatures", "resume", "count"),
+                            label="console lines that say the run resumed",
+                        ),
+                        value=1,
+                    )
+                ),
+            ),
+        )
+    midrun = _dict(_dict(signatures.get("checkpoint_load")).get("first_midrun"))
+    step = _number(_dict(midrun.get("after_step")).get("step"))
+    if step is None:
         return None
-    after = _number(_dict(sig.get("first_after_step")).get("step"))
-    line = sig.get("first_line")
-    said = str(sig.get("first") or "")[:160]
+    said = str(midrun.get("text") or "")[:160]
     return Symptom(
         kind="restarted",
         series="steps",
         subject=False,
-        step=after,
-        note=f"the console says so at line {line}: {said!r}",
+        step=step,
+        note=(
+            f"the console loaded a checkpoint after step {step:g},"
+            f" at line {midrun.get('line')}: {said!r}"
+        ),
         claims=(
             Claim(
                 predicate=AtLeast(
                     a=Ref(
                         fact=console.id,
-                        path=("signatures", "resume", "count"),
-                        label="console lines that say the run resumed",
+                        path=(
+                            "signatures",
+                            "checkpoint_load",
+                            "first_midrun",
+                            "after_step",
+                            "step",
+                        ),
+                        label="the step the console printed before it loaded a checkpoint",
                     ),
-                    value=1,
+                    value=0,
                 )
             ),
         ),
     )
+
+
+EPOCH_FLOOR = 1e9  # seconds: a record time below this is not a wall clock (2001 on)
+START_SLACK = 2.0  # seconds: a process start is known to a clock tick and a boot second
+
+
+def restarted_process(
+    ledger: Ledger, fact_ids: Sequence[str], found: Sequence[Symptom]
+) -> Symptom | None:
+    """A trainer process that works in the workspace and started after the train log's
+    first record (its wall clock): an earlier process wrote the start of the log, so the
+    run was started again, where nothing else says so."""
+    if any(s.kind == "restarted" for s in found):
+        return None
+    trainlog = observed(latest(ledger, fact_ids, "trainlog"))
+    processes = observed(latest(ledger, fact_ids, "processes"))
+    if trainlog is None or processes is None:
+        return None
+    first = _number(_dict(_dict(trainlog.value).get("time")).get("first"))
+    if first is None or first < EPOCH_FLOOR:
+        return None
+    value = _dict(processes.value)
+    working = {_dict(w).get("pid") for w in value.get("in_workspace") or []}
+    for i, proc in enumerate(value.get("processes") or []):
+        proc = _dict(proc)
+        started = _number(proc.get("start_time"))
+        if proc.get("pid") not in working or started is None or started <= first + START_SLACK:
+            continue
+        pid = proc.get("pid")
+        return Symptom(
+            kind="restarted",
+            series="steps",
+            subject=False,
+            note=(
+                f"trainer pid {pid} started {started - first:,.0f} s after the train log's"
+                " first record: an earlier process wrote the log's start"
+            ),
+            claims=(
+                Claim(
+                    predicate=Greater(
+                        a=Ref(
+                            fact=processes.id,
+                            path=("processes", i, "start_time"),
+                            label=f"start time of trainer pid {pid}",
+                        ),
+                        b=Ref(
+                            fact=trainlog.id,
+                            path=("time", "first"),
+                            label="time of the train log's first record",
+                        ),
+                    )
+                ),
+            ),
+        )
+    return None

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ import pytest
 
 from agent.report.model import SCHEMA
 from tests.lib import oracle
-from tests.lib.foreign_trainers import CLI, Workspace, cli
+from tests.lib.foreign_trainers import CLI, Workspace, cli, offline_env
 from tests.lib.torch_error_texts import RECOMPILE_LIMIT, RECOMPILE_LIMIT_OLD
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -355,7 +357,13 @@ def test_recompile_limit_in_current_wording(churn_workspace: Workspace, tmp_path
     """Torch's own warning of this torch (``hit config.recompile_limit (8)``), three
     drafter groups in the log."""
     state = churn_workspace.state_for(tmp_path)
-    recompile_case(diagnose(churn_workspace.ws, state, "--baseline", "good"))
+    report = diagnose(churn_workspace.ws, state, "--baseline", "good")
+    recompile_case(report)
+    # Its steps go on and its speed is stated per record: only the console's line that it
+    # loaded the step-40 checkpoint, printed after step 40's lines, tells the resume.
+    symptoms = [line["text"] for line in report["sections"][0]["lines"]]
+    restarted = [t for t in symptoms if t.startswith("the run restarted at step 40 ")]
+    assert restarted and "loaded checkpoint ckpt/epoch_0_step_40/drafter.pt" in restarted[0]
 
 
 def test_recompile_limit_in_older_torch_wording(
@@ -399,3 +407,44 @@ def test_torchtune_layout_healthy_is_no_fault_found(
     ws, state = fresh(written_layouts["torchtune"], tmp_path)
     report = diagnose(ws, state)
     assert_no_fault(report)
+
+
+HANG_AT_45 = ("--fault", "hang", "--fault-step", "45")
+
+
+def test_a_live_trainer_started_after_the_log_began_is_a_restart(
+    threads_workspace: Workspace, tmp_path: Path
+) -> None:
+    """The good run's log (steps 5-40, wall-clock times), then the run started again
+    from its step-40 checkpoint by a new process whose console went elsewhere (a
+    ``nohup`` relaunch): its steps go on and its speed is stated per record, so only the
+    live process's start time, after the log's first record, tells the restart. The
+    process hangs in one worker (alive) while the doctor looks."""
+    ws, state = fresh(threads_workspace, tmp_path)
+    console = tmp_path / "nohup.out"
+    with console.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "train.py", "--steps", "60", "--resume", *HANG_AT_45],
+            cwd=ws,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=offline_env(),
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while b"loaded checkpoint" not in console.read_bytes():
+            assert proc.poll() is None, console.read_text()[-2000:]
+            assert time.monotonic() < deadline, console.read_text()[-2000:]
+            time.sleep(0.2)
+        report = diagnose(ws, state)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    symptoms = [line["text"] for line in report["sections"][0]["lines"]]
+    restarted = [t for t in symptoms if t.startswith("the run restarted (trainer pid ")]
+    assert restarted, symptoms
+    assert f"trainer pid {proc.pid} started " in restarted[0], restarted
+    assert any(
+        t.startswith(f"start time of trainer pid {proc.pid} = ") and "time of the train log's" in t
+        for t in symptoms
+    ), symptoms

@@ -176,6 +176,18 @@ SIGNATURES: Sequence[Signature] = (
         ("esum", "estor", "ontinuing training from"),
     ),
     Signature(
+        "checkpoint_load",
+        # "Loading model from out/checkpoint-40.", "loaded checkpoint step_600.pt",
+        # "load_checkpoint(...)". Not "Loading checkpoint shards" (a model's weights read
+        # at start, in parts), nor Trainer's "Loading best model from …" at the end. A load
+        # after the console printed a step is a reload mid-run (``first_midrun``): the run
+        # went back to a checkpoint.
+        r"(?i)\bload(?:ed|ing|_checkpoint)?\b(?![^\n]*\bbest\b)"
+        r"[^\n]{0,80}?\b(?:checkpoint|ckpt)(?! shards)\b",
+        "the run loaded a checkpoint (mid-run: it went back to one)",
+        ("oad",),
+    ),
+    Signature(
         "dataset_size",
         # HF Trainer's "  Num examples = 1,000", and "dataset size: N", "loaded N prompts".
         r"(?i)(?:\bnum(?:ber of)?[ _](?:examples|samples|prompts|sequences)\s*[=:]\s*[0-9]"
@@ -202,6 +214,7 @@ SIGNATURES: Sequence[Signature] = (
 )
 
 SAMPLE = 300
+MIDRUN = ("checkpoint_load",)  # signatures whose first hit after a printed step is kept
 # A step number a log line prints: "step 690", "Step 690/1000", "global_step=690",
 # "epoch_0_step_690", Lightning's "epoch=0-step=690.ckpt", "checkpoint-epoch0-step800",
 # a printed dict's "'global_step': 690".
@@ -279,6 +292,7 @@ class _Hit:
         "first",
         "first_after_step",
         "first_line",
+        "first_midrun",
         "first_offset",
         "last",
         "last_line",
@@ -290,6 +304,9 @@ class _Hit:
         # The last step number the log printed at or before the first hit (its line too):
         # what dates an event against the train log's steps (None: none printed before).
         self.first_after_step: dict[str, int | None] | None = None
+        # For ``MIDRUN`` signatures: the first hit after a step was printed (its line,
+        # offset, text, and that step): where the run went back mid-way.
+        self.first_midrun: dict[str, Any] | None = None
         self.first_line: int | None = None
         self.first_offset = 0
         self.first = ""
@@ -311,6 +328,7 @@ class _Hit:
             "first_offset": self.first_offset,
             "first": self.first,
             "first_after_step": self.first_after_step,
+            "first_midrun": self.first_midrun,
             "last_line": self.last_line,
             "last_offset": self.last_offset,
             "last": self.last,
@@ -506,6 +524,15 @@ class _Scanner:
                 hit.first_after_step = self._step_before(data, end, first_line)
             hit.add(line, offset + start, text)
             sig = self.signatures[index].id
+            if sig in MIDRUN and hit.first_midrun is None:
+                after = self._step_before(data, start, first_line)
+                if after is not None:
+                    hit.first_midrun = {
+                        "line": line,
+                        "offset": offset + start,
+                        "text": _clip(text),
+                        "after_step": after,
+                    }
             if sig == "thread_exception":
                 t = _THREAD.search(text)
                 self.pending_thread = _clip(t.group(1) or t.group(2)) if t else "?"

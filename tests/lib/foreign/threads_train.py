@@ -14,6 +14,7 @@ raised by torch or as torch's own exception class, in the worker thread:
   compiled function; torch's ``eval_frame`` raises its own RuntimeError.
 * ``oom`` / ``nccl``: ``torch.OutOfMemoryError`` / ``torch.distributed.DistBackendError``
   with the text given in ``--fault-text`` (CUDA and NCCL are not on this machine).
+* ``hang``: the worker waits an hour; the others finish, the process lives on.
 
 Past the dataset's shapes, dynamo's recompile limit (``--recompile-limit``) is torch's
 own: a length beyond it logs torch's warning and runs uncompiled.
@@ -98,6 +99,8 @@ def raise_fault(kind: str, text: str, score: Callable[..., object], ids: torch.T
         raise torch.OutOfMemoryError(text)
     elif kind == "nccl":
         raise torch.distributed.DistBackendError(text)
+    elif kind == "hang":
+        time.sleep(3600)  # a wait on something that never comes: alive, no more steps
 
 
 class Run:
@@ -130,6 +133,7 @@ class Run:
         if start:
             saved = self.ws / "ckpt" / f"epoch_0_step_{start}" / "drafter.pt"
             model.load_state_dict(torch.load(saved, weights_only=True))
+            print(f"drafter-{device} loaded checkpoint {saved.relative_to(self.ws)}", flush=True)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         plan = self.batches(device)
         tokens, since = 0, time.perf_counter()
@@ -222,7 +226,7 @@ def main() -> int:
     parser.add_argument("--save-every", type=int, default=20)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--recompile-limit", type=int, default=8)
-    parser.add_argument("--fault", choices=["none", "fx", "oom", "nccl"], default="none")
+    parser.add_argument("--fault", choices=["none", "fx", "oom", "nccl", "hang"], default="none")
     parser.add_argument("--fault-step", type=int, default=0)
     parser.add_argument("--fault-text", default="")
     died: list[str] = []
