@@ -60,7 +60,7 @@ def _speed_symptoms(evidence: Evidence) -> list[Symptom]:
     ):
         if layer.judged_speed(other):
             return [s for s in found if s.kind != "speed_unobserved"] + other
-    return found
+    return layer.with_run_summaries(found, evidence.latest("stdoutlog"))
 
 
 def _progress_symptoms(ledger: Ledger, facts: Sequence[str], found: list[Symptom]) -> list[Symptom]:

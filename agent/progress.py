@@ -274,7 +274,7 @@ def resumed_in_console(
     midrun = _dict(_dict(signatures.get("checkpoint_load")).get("first_midrun"))
     step = _number(_dict(midrun.get("after_step")).get("step"))
     if step is None:
-        return None
+        return _trained_again(console, signatures)
     said = str(midrun.get("text") or "")[:160]
     return Symptom(
         kind="restarted",
@@ -300,6 +300,36 @@ def resumed_in_console(
                         label="the step the console printed before it loaded a checkpoint",
                     ),
                     value=0,
+                )
+            ),
+        ),
+    )
+
+
+def _trained_again(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
+    """Trainer's summary printed more than once: its train() ran again in this console
+    (a resume, or a script that trains twice), each call a segment of its own."""
+    sig = _dict(signatures.get("run_summary"))
+    count = sig.get("count")
+    if not isinstance(count, int) or count < 2:
+        return None
+    return Symptom(
+        kind="restarted",
+        series="steps",
+        subject=False,
+        note=(
+            f"the console holds {count} summaries of Trainer's train() calls, the first at"
+            f" line {sig.get('first_line')} and the last at line {sig.get('last_line')}"
+        ),
+        claims=(
+            Claim(
+                predicate=AtLeast(
+                    a=Ref(
+                        fact=console.id,
+                        path=("signatures", "run_summary", "count"),
+                        label="summaries of a train() call on the console",
+                    ),
+                    value=2,
                 )
             ),
         ),

@@ -592,6 +592,41 @@ def find_in_checkpoints(checkpoints: Fact | None) -> list[Symptom]:
     return _throughput(checkpoints, windows, ("pace", "windows"), series, set())
 
 
+RUN_RATES = ("train_tokens_per_second", "train_samples_per_second", "train_steps_per_second")
+
+
+def with_run_summaries(found: list[Symptom], console: Fact | None) -> list[Symptom]:
+    """A speed left unobserved, with what the Trainer's summaries of its train() calls
+    state (an average over each call, not a speed over time): each call's rates cited
+    where the console holds them, so the report shows the trainer's own figures."""
+    if console is None or not console.ok:
+        return found
+    summaries = _dict(console.value).get("run_summaries")
+    if not isinstance(summaries, list) or not summaries:
+        return found
+    claims = []
+    for i, summary in enumerate(summaries[-4:], start=max(0, len(summaries) - 4)):
+        figures = _dict(_dict(summary).get("figures"))
+        for key in RUN_RATES:
+            if key in figures:
+                label = f"{key} of the Trainer's run summary at line {_dict(summary).get('line')}"
+                path = ("run_summaries", i, "figures", key)
+                claims.append(
+                    Claim(predicate=Exists(a=Ref(fact=console.id, path=path, label=label)))
+                )
+                break
+    added = (
+        f"; the Trainer's summaries of its {len(summaries)} train() call(s) state only an"
+        " average over each"
+    )
+    return [
+        s.model_copy(update={"claims": (*s.claims, *claims), "note": s.note + added})
+        if s.kind == "speed_unobserved"
+        else s
+        for s in found
+    ]
+
+
 def judged_speed(symptoms: Sequence[Symptom]) -> bool:
     """Whether a symptom judges the run's speed (a change, a possible drop, steady)."""
     return any(s.subject and s.kind.startswith("throughput_") for s in symptoms)

@@ -7,6 +7,7 @@ log by the independent oracle (tests/lib/oracle.py)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -21,8 +22,15 @@ import pytest
 from agent.progress import STALL_FLOOR
 from agent.report.model import SCHEMA
 from tests.lib import oracle, oracle_bars
-from tests.lib.foreign_trainers import cli
-from tests.lib.hf_runs import HfBarRun, HfNanRun, HfRun, HfSlowRun, HfStalledRun
+from tests.lib.foreign_trainers import cli, launch, log_tail
+from tests.lib.hf_runs import (
+    HfBarRun,
+    HfNanRun,
+    HfRun,
+    HfSlowRun,
+    HfStalledRun,
+    trainer_flags,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -80,6 +88,29 @@ def test_default_logging_is_insufficient_evidence_naming_the_switch(
     assert report["verdict"] == "insufficient evidence"
     (unknown,) = [t for t in said(report) if t.startswith("the run's speed is not observed")]
     assert "include_num_input_tokens_seen=True" in unknown
+    # What the Trainer did state, its summary of the train() call, is shown as it printed
+    # it: the figure read from the console by hand here.
+    (summary,) = [
+        ast.literal_eval(line)
+        for line in (hf_default_run.ws / "train.log").read_text().splitlines()
+        if line.startswith("{'train_runtime': ")
+    ]
+    stated = [t for t in said(report) if t.startswith("train_samples_per_second of the Trainer")]
+    assert stated and f"= {float(summary['train_samples_per_second']):g} " in stated[0], stated
+
+
+def test_a_resume_the_default_log_hides_is_told_by_the_trainers_two_summaries(
+    hf_default_run: HfRun, tmp_path: Path
+) -> None:
+    """The default run resumed from its checkpoint-60 to step 80: its log_history goes on
+    and holds no clock, Trainer prints nothing of the resume at its default verbosity;
+    the console's second summary of a train() call is what tells it."""
+    ws = copy(hf_default_run, tmp_path)
+    run = launch(ws, *trainer_flags(80, 5, 20, False), "--resume", timeout=240)
+    assert run.returncode == 0, log_tail(ws)
+    report = diagnose(ws, tmp_path)
+    restarted = [t for t in said(report) if t.startswith("the run restarted (the console holds")]
+    assert restarted and "2 summaries of Trainer's train() calls" in restarted[0], said(report)
 
 
 def test_a_healthy_run_with_tokens_seen_is_no_fault_found_by_its_own_figures(

@@ -283,3 +283,53 @@ def test_the_step_is_carried_across_blocks_and_reset_after_a_gap(tmp_path: Path)
     split = scan_text(tmp_path, text, max_scan=2 << 20, head=1 << 20)
     assert split["coverage"]["mode"] == "head+tail"
     assert split["signatures"]["fx_nested_trace"]["first_after_step"] is None
+
+
+def test_a_checkpoint_loaded_mid_run_is_told_from_one_loaded_at_start(tmp_path: Path) -> None:
+    """A model's shards and a pretrained checkpoint read before any step, and Trainer's
+    best model at the end, are no reload; a checkpoint loaded after step 20's line is
+    where the run went back, with the step printed before it."""
+    text = (
+        "Loading checkpoint shards: 100%|##########| 2/2 [00:01<00:00,  1.02it/s]\n"
+        "loading checkpoint from pretrained/base-7b\n"
+        "step 10 loss 4.2\nstep 20 loss 4.1\n"
+        "Loading model from out/checkpoint-20.\n"
+        "step 21 loss 4.0\n"
+        "Loading best model from out/checkpoint-20 (score: 0.5).\n"
+    )
+    sig = scan_text(tmp_path, text)["signatures"]["checkpoint_load"]
+    assert sig["count"] == 2 and sig["first_line"] == 2
+    assert sig["first_midrun"] == {
+        "line": 5,
+        "offset": text.index("Loading model"),
+        "text": "Loading model from out/checkpoint-20.",
+        "after_step": {"step": 20, "line": 4},
+    }
+    assert (
+        scan_text(tmp_path, text.replace("Loading model", "Saving model"))["signatures"][
+            "checkpoint_load"
+        ]["first_midrun"]
+        is None
+    )
+
+
+def test_trainers_run_summaries_are_read_and_its_step_records_are_not(tmp_path: Path) -> None:
+    """transformers 5 prints each train() call's summary with its figures as strings; a
+    step's record that counts input tokens carries train_runtime too, with a loss."""
+    step = "{'loss': '4.8', 'num_input_tokens_seen': 2560, 'train_runtime': '0.07'}"
+    first = "{'train_runtime': '0.3781', 'train_samples_per_second': '846.4', 'epoch': '5'}"
+    last = "{'train_runtime': '25.38', 'train_steps_per_second': '6.305', 'note': 'x'}"
+    out = scan_text(tmp_path, "\n".join([step, first, step, last, "{'train_runtime': "]) + "\n")
+    assert out["signatures"]["run_summary"]["count"] == 3  # the cut-off one is seen, not read
+    assert out["run_summaries"] == [
+        {
+            "line": 2,
+            "offset": len(step) + 1,
+            "figures": {"train_runtime": 0.3781, "train_samples_per_second": 846.4, "epoch": 5.0},
+        },
+        {
+            "line": 4,
+            "offset": 2 * len(step) + len(first) + 3,
+            "figures": {"train_runtime": 25.38, "train_steps_per_second": 6.305},
+        },
+    ]

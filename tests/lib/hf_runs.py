@@ -107,7 +107,7 @@ class HfStalledRun(HfRun):
     pid: int
 
 
-def _flags(
+def trainer_flags(
     steps: int, logging_steps: int, save_steps: int, tokens_seen: bool, *extra: str
 ) -> list[str]:
     flags = ["--model", "llama", "--steps", str(steps)]
@@ -149,7 +149,7 @@ def _publish(run: HfRun, name: str) -> None:
 def _healthy(tmp_path_factory: pytest.TempPathFactory, name: str, tokens_seen: bool) -> HfRun:
     ws = _workspace(tmp_path_factory, name)
     run = HfRun(Workspace(ws), steps=60, logging_steps=5, save_steps=20, tokens_seen=tokens_seen)
-    _train(ws, *_flags(run.steps, run.logging_steps, run.save_steps, tokens_seen))
+    _train(ws, *trainer_flags(run.steps, run.logging_steps, run.save_steps, tokens_seen))
     _publish(run, name)
     return run
 
@@ -183,7 +183,7 @@ def _bar(tmp_path_factory: pytest.TempPathFactory, name: str, slow: bool) -> HfB
         injected_step=BAR_SLOW_AFTER if slow else None,
         slow_seconds=BAR_SLOW_SECONDS if slow else 0.0,
     )
-    flags = _flags(run.steps, run.logging_steps, run.save_steps, False, "--progress-bar")
+    flags = trainer_flags(run.steps, run.logging_steps, run.save_steps, False, "--progress-bar")
     if slow:
         flags += ["--slow-after", str(BAR_SLOW_AFTER), "--slow-seconds", str(BAR_SLOW_SECONDS)]
     _train(ws, *flags)
@@ -226,7 +226,7 @@ def hf_pace_slow_run(tmp_path_factory: pytest.TempPathFactory) -> HfBarRun:
         injected_step=PACE_SLOW_AFTER,
         slow_seconds=PACE_SLOW_SECONDS,
     )
-    flags = _flags(run.steps, run.logging_steps, run.save_steps, False)
+    flags = trainer_flags(run.steps, run.logging_steps, run.save_steps, False)
     flags += ["--step-seconds", str(PACE_STEP_SECONDS)]
     flags += ["--slow-after", str(PACE_SLOW_AFTER), "--slow-seconds", str(PACE_SLOW_SECONDS)]
     _train(ws, *flags)
@@ -253,9 +253,9 @@ def _resumed_slow(
         slow_seconds=SLOW_SECONDS,
     )
     # The first run ends at the checkpoint the second resumes from: a user extending a run.
-    _train(ws, *_flags(run.resumed_from_step, logging_steps, run.save_steps, True))
+    _train(ws, *trainer_flags(run.resumed_from_step, logging_steps, run.save_steps, True))
     slow = ("--slow-after", str(injected_step), "--slow-seconds", str(run.slow_seconds))
-    _train(ws, *_flags(steps, logging_steps, run.save_steps, True, "--resume", *slow))
+    _train(ws, *trainer_flags(steps, logging_steps, run.save_steps, True, "--resume", *slow))
     _publish(run, name)
     return run
 
@@ -290,7 +290,7 @@ def _nan(tmp_path_factory: pytest.TempPathFactory, name: str, nan_filter: bool) 
     fault = ["--nan-after", str(run.injected_step)]
     if not nan_filter:
         fault.append("--no-nan-filter")
-    _train(ws, *_flags(run.steps, run.logging_steps, run.save_steps, False, *fault))
+    _train(ws, *trainer_flags(run.steps, run.logging_steps, run.save_steps, False, *fault))
     _publish(run, name)
     return run
 
@@ -344,7 +344,9 @@ def hf_stalled_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HfStall
     steps, logging_steps, save_steps, injected_step = 60, 5, 20, 30
     # Its speed logged (tokens seen): the run's own logging interval is what a stall is
     # judged against.
-    flags = _flags(steps, logging_steps, save_steps, True, "--hang-after", str(injected_step))
+    flags = trainer_flags(
+        steps, logging_steps, save_steps, True, "--hang-after", str(injected_step)
+    )
     proc = subprocess.Popen(
         ["sh", str(ws / "launch.sh"), *flags],
         stdin=subprocess.DEVNULL,

@@ -28,8 +28,10 @@ the tail unknown (offsets are always given).
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
+import math
 import os
 import re
 from collections import deque
@@ -188,6 +190,16 @@ SIGNATURES: Sequence[Signature] = (
         ("oad",),
     ),
     Signature(
+        "run_summary",
+        # Trainer prints each train() call's summary as a dict: "{'train_runtime': '12.3',
+        # 'train_samples_per_second': '790.4', 'train_steps_per_second': '98.81', …}".
+        # Its figures are averages over that call (``run_summaries``).
+        # A step's record that carries train_runtime too (tokens seen) has a loss: not one.
+        r"^(?![^\n]*['\"]loss['\"]: )[^\n]*[{,] ?['\"]train_runtime['\"]: ",
+        "Trainer's summary of one train() call (its runtime and average rates)",
+        ("train_runtime",),
+    ),
+    Signature(
         "dataset_size",
         # HF Trainer's "  Num examples = 1,000", and "dataset size: N", "loaded N prompts".
         r"(?i)(?:\bnum(?:ber of)?[ _](?:examples|samples|prompts|sequences)\s*[=:]\s*[0-9]"
@@ -215,6 +227,8 @@ SIGNATURES: Sequence[Signature] = (
 
 SAMPLE = 300
 MIDRUN = ("checkpoint_load",)  # signatures whose first hit after a printed step is kept
+MAX_SUMMARIES = 50  # run summaries kept (one per train() call)
+SUMMARY_BYTES = 4096  # a summary dict longer than this is not read
 # A step number a log line prints: "step 690", "Step 690/1000", "global_step=690",
 # "epoch_0_step_690", Lightning's "epoch=0-step=690.ckpt", "checkpoint-epoch0-step800",
 # a printed dict's "'global_step': 690".
@@ -386,6 +400,7 @@ class _Scanner:
         self.tail: deque[str] = deque(maxlen=10)
         # The newest step marker of the blocks already scanned in this range.
         self.step_seen: dict[str, int | None] | None = None
+        self.summaries: list[dict[str, Any]] = []  # Trainer's run summaries, in order
 
     def _step_before(
         self, data: bytes, end: int, first_line: int | None, newlines: int | None = None
@@ -445,6 +460,32 @@ class _Scanner:
         found = self.causes.setdefault(cause, _Cause(name))
         found.add(line, offset, text)
         found.seen_in(thread, index, self.range_index)
+
+    def _run_summary(self, line: int | None, offset: int, text: bytes) -> None:
+        """One train() call's summary dict, its numbers read (Trainer prints them as
+        strings since transformers 5); a training step's record (it has a loss) is not
+        one."""
+        if len(self.summaries) >= MAX_SUMMARIES:
+            return
+        start, end = text.find(b"{"), text.rfind(b"}")
+        if start < 0 or end < start or end - start > SUMMARY_BYTES:
+            return
+        try:
+            found = ast.literal_eval(text[start : end + 1].decode("utf-8", "replace"))
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            return
+        if not isinstance(found, dict) or "loss" in found:
+            return
+        figures = {}
+        for key, value in found.items():
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(key, str) and not isinstance(value, bool) and math.isfinite(number):
+                figures[key[:64]] = number
+        if "train_runtime" in figures:
+            self.summaries.append({"line": line, "offset": offset, "figures": figures})
 
     def _terminate(
         self, data: bytes, start: int, end: int, line: int | None, offset: int, index: int
@@ -524,6 +565,8 @@ class _Scanner:
                 hit.first_after_step = self._step_before(data, end, first_line)
             hit.add(line, offset + start, text)
             sig = self.signatures[index].id
+            if sig == "run_summary":
+                self._run_summary(line, offset + start, text)
             if sig in MIDRUN and hit.first_midrun is None:
                 after = self._step_before(data, start, first_line)
                 if after is not None:
@@ -586,6 +629,7 @@ class _Scanner:
             "open_traceback_at_end": self.pending_tb is not None,
             "exception_causes": {k: self._cause(k, v) for k, v in sorted(self.causes.items())},
             "exception_lines": sum(v.count for v in self.causes.values()),
+            "run_summaries": self.summaries,
         }
 
     def _cause(self, key: str, cause: _Cause) -> dict[str, Any]:
