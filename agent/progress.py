@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from agent.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
 from agent.facts import Fact, Ledger, latest, observed
-from agent.symptoms import Symptom
+from agent.symptoms import Symptom, restart
 
 STALL_FACTOR = 5.0
 STALL_FLOOR = 30.0  # seconds: a checkpoint save or an evaluation pauses a log that long
@@ -123,6 +123,17 @@ class _Quiet(NamedTuple):
             return None
         return _number(_dict(_dict(self.trainlog.value).get("steps")).get("max"))
 
+    def symptom(self, kind: Literal["stalled", "stopped"], tail: str, more: list[Claim]) -> Symptom:
+        """The symptom: the logs' quiet and its threshold's interval, then ``more``."""
+        return Symptom(
+            kind=kind,
+            series="progress",
+            subject=False,
+            step=self.last_step(),
+            note=f"{self.said()}, {tail}",
+            claims=(*self.claims(), *more),
+        )
+
     def said(self) -> str:
         return (
             f"no log has grown for {self.quiet:,.0f} s, over {STALL_FACTOR:g}× the run's"
@@ -167,36 +178,23 @@ def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
     if alive is None:
         return None
     proc = _dict(_dict(processes.value)["processes"][alive])
-    claims = found.claims()
-    claims += [
-        Claim(
-            predicate=Matches(
-                a=Ref(
-                    fact=processes.id,
-                    path=("processes", alive, "cwd"),
-                    label=f"working directory of trainer pid {proc.get('pid')}",
-                ),
-                pattern="^" + re.escape(root.rstrip("/")) + "(/|$)",
-            )
-        ),
-        Claim(
-            predicate=Matches(
-                a=Ref(
-                    fact=processes.id,
-                    path=("processes", alive, "state"),
-                    label=f"state of trainer pid {proc.get('pid')}",
-                ),
-                pattern=f"^[{ALIVE_STATES}]$",
-            )
-        ),
-    ]
-    return Symptom(
-        kind="stalled",
-        series="progress",
-        subject=False,
-        step=found.last_step(),
-        note=f"{found.said()}, while trainer pid {proc.get('pid')} lives in the workspace",
-        claims=tuple(claims),
+    pid = proc.get("pid")
+
+    def about(part: str, label: str, pattern: str) -> Claim:
+        ref = Ref(fact=processes.id, path=("processes", alive, part), label=label)
+        return Claim(predicate=Matches(a=ref, pattern=pattern))
+
+    return found.symptom(
+        "stalled",
+        f"while trainer pid {pid} lives in the workspace",
+        [
+            about(
+                "cwd",
+                f"working directory of trainer pid {pid}",
+                "^" + re.escape(root.rstrip("/")) + "(/|$)",
+            ),
+            about("state", f"state of trainer pid {pid}", f"^[{ALIVE_STATES}]$"),
+        ],
     )
 
 
@@ -211,98 +209,47 @@ def stopped(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
     working = _dict(found.processes.value).get("in_workspace")
     if not isinstance(working, list) or working:
         return None
-    claims = found.claims()
-    claims.append(
-        Claim(
-            predicate=Absent(
-                a=Ref(
-                    fact=found.processes.id,
-                    path=("in_workspace",),
-                    label="live processes that work in the workspace",
-                )
-            )
-        )
-    )
-    return Symptom(
-        kind="stopped",
-        series="progress",
-        subject=False,
-        step=found.last_step(),
-        note=f"{found.said()}, and no process on the target works in the workspace",
-        claims=tuple(claims),
+    label = "live processes that work in the workspace"
+    ref = Ref(fact=found.processes.id, path=("in_workspace",), label=label)
+    return found.symptom(
+        "stopped",
+        "and no process on the target works in the workspace",
+        [Claim(predicate=Absent(a=ref))],
     )
 
 
-def resumed_in_console(
-    ledger: Ledger, fact_ids: Sequence[str], found: Sequence[Symptom]
-) -> Symptom | None:
-    """A restart the console states (Trainer's "Continuing training from …", Lightning's
-    "Restoring states from the checkpoint path at …", a script's "resuming from …"), or a
-    checkpoint it loaded after printing a step (the run went back to one), where the
-    train log shows none (its steps went on, its counters did not go back): dated by the
-    last step the console printed before it, when it printed one."""
-    if any(s.kind == "restarted" for s in found):
-        return None
-    console = observed(latest(ledger, fact_ids, "stdoutlog"))
-    if console is None:
-        return None
-    signatures = _dict(_dict(console.value).get("signatures"))
+def _said_resumed(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
+    """A line that says the run resumed, dated by the step printed before it."""
     sig = _dict(signatures.get("resume"))
     count = sig.get("count")
-    if isinstance(count, int) and count >= 1:
-        after = _number(_dict(sig.get("first_after_step")).get("step"))
-        said = str(sig.get("first") or "")[:160]
-        return Symptom(
-            kind="restarted",
-            series="steps",
-            subject=False,
-            step=after,
-            note=f"the console says so at line {sig.get('first_line')}: {said!r}",
-            claims=(
-                Claim(
-                    predicate=AtLeast(
-                        a=Ref(
-                            fact=console.id,
-                            path=("signatures", "resume", "count"),
-                            label="console lines that say the run resumed",
-                        ),
-                        value=1,
-                    )
-                ),
-            ),
-        )
+    if not isinstance(count, int) or count < 1:
+        return None
+    said = str(sig.get("first") or "")[:160]
+    return restart(
+        console,
+        ("signatures", "resume", "count"),
+        "console lines that say the run resumed",
+        1,
+        f"the console says so at line {sig.get('first_line')}: {said!r}",
+        _number(_dict(sig.get("first_after_step")).get("step")),
+    )
+
+
+def _reloaded(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
+    """A checkpoint loaded after the console printed a step: the run went back to it."""
     midrun = _dict(_dict(signatures.get("checkpoint_load")).get("first_midrun"))
     step = _number(_dict(midrun.get("after_step")).get("step"))
     if step is None:
-        return _trained_again(console, signatures)
+        return None
     said = str(midrun.get("text") or "")[:160]
-    return Symptom(
-        kind="restarted",
-        series="steps",
-        subject=False,
-        step=step,
-        note=(
-            f"the console loaded a checkpoint after step {step:g},"
-            f" at line {midrun.get('line')}: {said!r}"
-        ),
-        claims=(
-            Claim(
-                predicate=AtLeast(
-                    a=Ref(
-                        fact=console.id,
-                        path=(
-                            "signatures",
-                            "checkpoint_load",
-                            "first_midrun",
-                            "after_step",
-                            "step",
-                        ),
-                        label="the step the console printed before it loaded a checkpoint",
-                    ),
-                    value=0,
-                )
-            ),
-        ),
+    return restart(
+        console,
+        ("signatures", "checkpoint_load", "first_midrun", "after_step", "step"),
+        "the step the console printed before it loaded a checkpoint",
+        0,
+        f"the console loaded a checkpoint after step {step:g}, at line {midrun.get('line')}:"
+        f" {said!r}",
+        step,
     )
 
 
@@ -313,27 +260,36 @@ def _trained_again(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     count = sig.get("count")
     if not isinstance(count, int) or count < 2:
         return None
-    return Symptom(
-        kind="restarted",
-        series="steps",
-        subject=False,
-        note=(
-            f"the console holds {count} summaries of Trainer's train() calls, the first at"
-            f" line {sig.get('first_line')} and the last at line {sig.get('last_line')}"
-        ),
-        claims=(
-            Claim(
-                predicate=AtLeast(
-                    a=Ref(
-                        fact=console.id,
-                        path=("signatures", "run_summary", "count"),
-                        label="summaries of a train() call on the console",
-                    ),
-                    value=2,
-                )
-            ),
-        ),
+    return restart(
+        console,
+        ("signatures", "run_summary", "count"),
+        "summaries of a train() call on the console",
+        2,
+        f"the console holds {count} summaries of Trainer's train() calls, the first at"
+        f" line {sig.get('first_line')} and the last at line {sig.get('last_line')}",
+        None,
     )
+
+
+def resumed_in_console(
+    ledger: Ledger, fact_ids: Sequence[str], found: Sequence[Symptom]
+) -> Symptom | None:
+    """A restart the console shows where the train log shows none (its steps went on,
+    its counters did not go back), the first of: a line that says so (Trainer's
+    "Continuing training from …", Lightning's "Restoring states from the checkpoint path
+    at …", a script's "resuming from …"); a checkpoint loaded after a step was printed;
+    a second summary of Trainer's train()."""
+    if any(s.kind == "restarted" for s in found):
+        return None
+    console = observed(latest(ledger, fact_ids, "stdoutlog"))
+    if console is None:
+        return None
+    signatures = _dict(_dict(console.value).get("signatures"))
+    for read in (_said_resumed, _reloaded, _trained_again):
+        symptom = read(console, signatures)
+        if symptom is not None:
+            return symptom
+    return None
 
 
 EPOCH_FLOOR = 1e9  # seconds: a record time below this is not a wall clock (2001 on)

@@ -517,23 +517,12 @@ def find(fact: Fact | None) -> list[Symptom]:
         samples = steps.get("restart_samples") or []
         first = samples[0].get("to_step") if samples and isinstance(samples[0], dict) else None
         out.append(
-            Symptom(
-                kind="restarted",
-                series="steps",
-                subject=False,
+            restart(
+                fact,
+                ("steps", "restarts"),
+                "times the logged step went back",
+                1,
                 step=first if isinstance(first, int | float) else None,
-                claims=(
-                    Claim(
-                        predicate=AtLeast(
-                            a=Ref(
-                                fact=fact.id,
-                                path=("steps", "restarts"),
-                                label="times the logged step went back",
-                            ),
-                            value=1,
-                        )
-                    ),
-                ),
             )
         )
     elif _segments(value):
@@ -639,28 +628,32 @@ def _segments(value: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in segs[1:] if isinstance(s, dict)] if isinstance(segs, list) else []
 
 
+def restart(
+    fact: Fact,
+    path: tuple[PathPart, ...],
+    label: str,
+    least: float,
+    note: str = "",
+    step: float | None = None,
+) -> Symptom:
+    """A restart symptom on one claim: the number at ``path`` in ``fact`` is at least
+    ``least`` (a count of restarts, of segments, a step printed before a reload)."""
+    claim = Claim(predicate=AtLeast(a=Ref(fact=fact.id, path=path, label=label), value=least))
+    return Symptom(
+        kind="restarted", series="steps", subject=False, step=step, note=note, claims=(claim,)
+    )
+
+
 def _resumed(fact: Fact, later: list[dict[str, Any]]) -> Symptom:
     first = later[0]
     step = first.get("first_step")
-    return Symptom(
-        kind="restarted",
-        series="steps",
-        subject=False,
-        step=step if isinstance(step, int | float) else None,
+    return restart(
+        fact,
+        ("speed", "segment_count"),
+        "run segments (a new one where the step or the speed's counters went back)",
+        2,
         note=str(first.get("why") or ""),
-        claims=(
-            Claim(
-                predicate=AtLeast(
-                    a=Ref(
-                        fact=fact.id,
-                        path=("speed", "segment_count"),
-                        label="run segments (a new one where the step or the speed's"
-                        " counters went back)",
-                    ),
-                    value=2,
-                )
-            ),
-        ),
+        step=step if isinstance(step, int | float) else None,
     )
 
 

@@ -183,6 +183,19 @@ def test_the_progress_bar_is_the_speed_where_the_records_state_none(
     assert report["verdict"] == "no fault found", lines
 
 
+def slowed(
+    run: HfBarRun, tmp_path: Path, source: str
+) -> tuple[dict[str, Any], list[str], str, int]:
+    """The report on a copy of a slowed run, its symptoms' lines, the drop's headline
+    (read from ``source``, the series' label) and the step the slowdown began after."""
+    assert run.injected_step is not None
+    report = diagnose(copy(run, tmp_path), tmp_path)
+    lines = said(report)
+    drop = possible_or_confirmed_drop(lines)
+    assert drop.startswith(source), drop
+    return report, lines, drop, run.injected_step
+
+
 def test_a_slowdown_the_progress_bar_shows_is_placed_and_never_healthy(
     hf_bar_slow_run: HfBarRun, tmp_path: Path
 ) -> None:
@@ -190,12 +203,8 @@ def test_a_slowdown_the_progress_bar_shows_is_placed_and_never_healthy(
     logging interval of the injected step (the window it starts holds updates from both
     sides: tqdm's rate is a moving average), and the verdict is never "no fault found"."""
     run = hf_bar_slow_run
-    assert run.injected_step is not None
-    report = diagnose(copy(run, tmp_path), tmp_path)
-    lines = said(report)
-    drop = possible_or_confirmed_drop(lines)
-    assert drop.startswith("it/s (the console's progress bar, as tqdm printed it)"), drop
-    assert abs(step_of(drop) - run.injected_step) <= run.logging_steps, drop
+    report, lines, drop, injected = slowed(run, tmp_path, "it/s (the console's progress bar")
+    assert abs(step_of(drop) - injected) <= run.logging_steps, drop
     assert report["verdict"] in ("symptom unexplained", "insufficient evidence"), lines
 
 
@@ -207,12 +216,8 @@ def test_where_no_log_states_a_speed_the_checkpoints_pace_shows_the_slowdown(
     slowdown: too few to confirm, so a possible drop, placed at the first interval after
     the injected step, and insufficient evidence, never "no fault found"."""
     run = hf_pace_slow_run
-    assert run.injected_step is not None
-    report = diagnose(copy(run, tmp_path), tmp_path)
-    lines = said(report)
-    drop = possible_or_confirmed_drop(lines)
-    assert drop.startswith("steps/s (between checkpoints, by their modification times)"), drop
-    assert step_of(drop) == run.injected_step, drop  # the interval 25 -> 30
+    report, lines, drop, injected = slowed(run, tmp_path, "steps/s (between checkpoints, by")
+    assert step_of(drop) == injected, drop  # the interval 25 -> 30
     assert not any(t.startswith("the run's speed is not observed") for t in lines), lines
     assert report["verdict"] == "insufficient evidence", lines
     (fact,) = [f for f in report["facts"] if f["probe"] == "checkpoints"]
