@@ -37,6 +37,7 @@ from agent.health.model import (
     THROUGHPUT_CHECK,
     THROUGHPUT_TITLE,
     Check,
+    CheckStatus,
     Cited,
     CitedFact,
     Judged,
@@ -51,7 +52,7 @@ from agent.runner import record_outcome, run_session
 from agent.session import Session, ssh_dict
 from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
-from agent.symptoms import Symptom, broken
+from agent.symptoms import Symptom, broken, observed_healthy
 from agent.throughput import primary_entry, subject
 from tools.errors import DoctorError, TransportError
 from tools.log import get_logger
@@ -360,7 +361,7 @@ def target_result(
     checks = [
         _sweep_check(facts),
         throughput,
-        _symptom_check(state),
+        _symptom_check(state, judged is not None),
         _apply_check(ledger, state),
         *_family_checks(state, rules),
     ]
@@ -585,62 +586,67 @@ def _apply_check(ledger: Ledger, state: DiagnosisState) -> Check:
     )
 
 
-def _symptom_check(state: DiagnosisState) -> Check:
-    """What the run did over time, from its own log: a drop, a climb, steady. A change of
-    speed is told, not judged: a fall inside the run is no regression by itself (the run
-    may still be above its baseline, the figure the ``throughput`` check judges). A loss
-    gone NaN or a stalled trainer fails the check whatever the speed; a speed the log
-    does not hold makes it an error (the target could not be checked), never a pass."""
+def _symptom_check(state: DiagnosisState, judged: bool) -> Check:
+    """What the run did over time, from its own log (or its console's progress bar, or
+    its checkpoints' pace): a drop, a climb, steady. Where the ``throughput`` check
+    judged a figure against the baseline (``judged``), a change of speed is told, not
+    judged: a fall inside the run is no regression by itself (the run may still be above
+    its baseline). Where nothing was judged against a baseline, this check is the only
+    one on the speed: a confirmed fall fails it and a speed not seen holding makes it an
+    error, never a pass. A loss gone NaN or a stalled trainer fails it whatever the
+    speed; a speed never observed, or a drop too short to confirm, makes it an error
+    (the target could not be checked)."""
+    faults = broken(state.symptoms)
+    unseen = [s for s in state.symptoms if s.kind == "speed_unobserved" and s.status == "verified"]
     lines = [
         Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
         for s in state.symptoms
-        if s.subject or s.kind in ("restarted", "stopped")
+        if s.subject or s.kind in ("restarted", "stopped") or s in faults
         for v in s.verdicts
     ]
-    drops = _drops(state)
-    steady = [s for s in state.symptoms if s.kind == "throughput_steady" and s.subject]
-    faults = broken(state.symptoms)
-    unseen = [s for s in state.symptoms if s.kind == "speed_unobserved" and s.status == "verified"]
-    lines += [
-        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
-        for s in [*faults, *unseen]
-        for v in s.verdicts
-    ]
-    if faults:
-        # A loss gone NaN, a trainer alive whose logs stopped: faults whatever the speed.
-        return Check(
-            name=SYMPTOMS_CHECK,
-            title=SYMPTOMS_TITLE,
-            status="failed",
-            message="; ".join(s.headline() for s in faults),
-            lines=lines,
-        )
-    if unseen:
-        # "Healthy" needs the speed observed: without it the check cannot be made.
-        return Check(
-            name=SYMPTOMS_CHECK,
-            title=SYMPTOMS_TITLE,
-            status="error",
-            message=unseen[0].headline(),
-            lines=lines,
-        )
-    if drops:
-        message = "; ".join(_drop_words(s) for s in drops) + (
-            " — inside the run; the throughput check judges it against the baseline"
-        )
-    elif steady and steady[0].status == "verified":
-        message = steady[0].headline()
-    elif state.symptoms:
-        message = "no sustained drop of the judged throughput"
-    else:
-        message = "no trend read (no train-log windows enough for one)"
+    status, message = _trend(state, judged, faults, unseen)
     over = [s for s in state.symptoms if s.kind == "stopped" and s.status == "verified"]
     if over:
         # Told beside the trend: a check of a run that is over is not one of a live run.
         message += "; " + over[0].headline()
     return Check(
-        name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status="passed", message=message, lines=lines
+        name=SYMPTOMS_CHECK, title=SYMPTOMS_TITLE, status=status, message=message, lines=lines
     )
+
+
+def _trend(
+    state: DiagnosisState, judged: bool, faults: list[Symptom], unseen: list[Symptom]
+) -> tuple[CheckStatus, str]:
+    """The symptom check's status and message (``_symptom_check`` says the rules)."""
+    if faults:
+        return "failed", "; ".join(s.headline() for s in faults)
+    if unseen:
+        return "error", unseen[0].headline()
+    possible = [
+        s
+        for s in state.symptoms
+        if s.kind == "throughput_possible_drop" and s.subject and s.status == "verified"
+    ]
+    if possible:
+        return "error", possible[0].headline() + ": the run's speed could not be judged"
+    drops = _drops(state)
+    if drops and not judged:
+        return "failed", "; ".join(_drop_words(s) for s in drops) + (
+            " — inside the run, and no figure against a baseline shows it recovered"
+        )
+    if drops:
+        return "passed", "; ".join(_drop_words(s) for s in drops) + (
+            " — inside the run; the throughput check judges it against the baseline"
+        )
+    steady = [s for s in state.symptoms if s.kind == "throughput_steady" and s.subject]
+    if not judged and not observed_healthy(state.symptoms):
+        seen = steady[0].headline() if steady else "no trend read (too few windows for one)"
+        return "error", f"{seen}: nothing shows the run's speed holding"
+    if steady and steady[0].status == "verified":
+        return "passed", steady[0].headline()
+    if state.symptoms:
+        return "passed", "no sustained drop of the judged throughput"
+    return "passed", "no trend read (no train-log windows enough for one)"
 
 
 def _lines(hypotheses: Iterable[Hypothesis]) -> list[Cited]:

@@ -20,7 +20,10 @@ the ``throughput`` check alone: the judged tokens/s (``Judged.value``, the figur
 output prints) below ``REGRESSED_BELOW`` times the baseline's (``Judged.baseline``, also
 printed). A fall inside the run's own log is told by the ``symptoms`` check and decides
 nothing: a run that fell from 3,000 to 2,000 tokens/s against a baseline of 1,500 did not
-regress.
+regress. Where no figure could be judged against a baseline (a run whose speed only its
+console's progress bar or its checkpoints' pace shows), the ``symptoms`` check is the one
+on the speed: a confirmed fall fails it, and a speed not seen holding leaves the target
+not checked.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ APPLIES_CHECK = "applies"  # an apply of the doctor's left unfinished (agent.app
 REGRESSED_BELOW: Final = DROP
 RULE: Final = (
     f"regressed when a check failed: the judged tokens/s below {REGRESSED_BELOW:g}× the "
-    "baseline's (the throughput check), a failure family verified against the baseline, "
+    "baseline's (the throughput check); the run's own speed fallen where no figure is "
+    "judged against a baseline, a loss gone NaN or diverged, or a live trainer whose logs "
+    "stopped (the symptoms check); a failure family verified against the baseline; "
     "or an apply of the doctor's left unfinished"
 )
 

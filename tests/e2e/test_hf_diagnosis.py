@@ -49,6 +49,22 @@ def diagnose(ws: Path, tmp_path: Path) -> dict[str, Any]:
     return report
 
 
+def health(ws: Path, tmp_path: Path) -> dict[str, Any]:
+    """``health --format json`` on ``ws``: the one target's result."""
+    state = tmp_path / "xdg-state"
+    state.mkdir(exist_ok=True)
+    args = ["health", "--target", "local", "--workspace", str(ws), "--format", "json"]
+    run = cli(*args, "--interpreter", sys.executable, state=state)
+    assert run.stdout.strip(), run.stderr[-4000:]
+    (target,) = json.loads(run.stdout)["targets"]
+    return target  # type: ignore[no-any-return]
+
+
+def check_named(target: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [c for c in target["checks"] if c["name"] == name]
+    return found  # type: ignore[no-any-return]
+
+
 def copy(run: HfRun, tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     shutil.copytree(run.ws, ws, symlinks=True)
@@ -206,6 +222,15 @@ def test_a_slowdown_the_progress_bar_shows_is_placed_and_never_healthy(
     report, lines, drop, injected = slowed(run, tmp_path, "it/s (the console's progress bar")
     assert abs(step_of(drop) - injected) <= run.logging_steps, drop
     assert report["verdict"] in ("symptom unexplained", "insufficient evidence"), lines
+    # Nor is the nightly check "healthy": with no figure judged against a baseline, the
+    # fall inside the run fails the symptoms check (confirmed) or leaves the target not
+    # checked (possible), as the verdict above is unexplained or insufficient.
+    target = health(copy(run, tmp_path / "health"), tmp_path)
+    symptoms = check_named(target, "symptoms")
+    confirmed = report["verdict"] == "symptom unexplained"
+    assert (target["status"], symptoms["status"]) == (
+        ("regressed", "failed") if confirmed else ("could_not_check", "error")
+    ), symptoms
 
 
 def test_where_no_log_states_a_speed_the_checkpoints_pace_shows_the_slowdown(
