@@ -15,6 +15,7 @@ import pytest
 
 from agent.health.output.formats import trend_name
 from agent.health.output.names import FILES
+from tests.lib import oracle
 from tests.lib.cli import cli
 from tests.lib.workspaces import clone
 
@@ -44,6 +45,9 @@ def test_a_real_run_is_judged_against_its_derived_baseline_in_every_output(
     done = cli("health", "-q", *where, "--out", str(out))
     doc = json.loads((out / FILES["json"]).read_text())
     assert done.returncode == doc["exit_code"], done.stderr
+    # Every output's figures, recomputed from the raw train log (the checkpoint's record
+    # is checked against the trainer's metadata below).
+    assert oracle.check_health_dir(out, FILES) == []
     (target,) = doc["targets"]
     assert target["baseline"] is None
     judged = target["judged"]

@@ -27,6 +27,8 @@ from agent.baseline import baseline_store
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from agent.health.output import junit as health_junit
+from agent.health.output.names import FILES
+from tests.lib import oracle
 from tests.lib.cli import cli
 from tests.lib.need import need
 from tests.lib.sshd import SSHServer, free_port
@@ -52,12 +54,15 @@ def ssh_args(server: SSHServer) -> list[str]:
 
 
 def health(*args: str) -> tuple[int, dict[str, Any], float]:
-    """Run the console script; return its exit code, its JSON document, and seconds."""
+    """Run the console script; return its exit code, its JSON document (its figures
+    held to the raw logs by the oracle), and seconds."""
     started = time.monotonic()
     done = cli("-q", "health", "--format", "json", *args)
     elapsed = time.monotonic() - started
     assert done.stdout, done.stderr.decode()
-    return done.returncode, json.loads(done.stdout), elapsed
+    doc = json.loads(done.stdout)
+    assert oracle.check_health(doc) == []
+    return done.returncode, doc, elapsed
 
 
 def workspace_args(ws: Path) -> list[str]:
@@ -194,6 +199,7 @@ def test_mixed_fleet_each_family_regressed_one_down_one_healthy(
     assert done.returncode == 1, done.stderr
     assert b"regression found on script, truncated, cache (could not check down)" in done.stdout
     doc = json.loads((out / "health.json").read_text())
+    assert oracle.check_health_dir(out, FILES) == []
     by_name = {t["target"]: t for t in doc["targets"]}
     assert {k: t["status"] for k, t in by_name.items()} == {
         "healthy": "healthy",

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.lib import oracle
 from tests.lib.need import need
 from tests.lib.workspaces import clone
 from tools.probes import _runner
@@ -218,6 +219,7 @@ def test_a_health_run_leaves_the_target_as_it_was(
     changes = diff(before, after)
     assert not changes, "the health run wrote on the target:\n" + "\n".join(changes[:60])
     # It did run the bundle, and torch was imported by the target's own Python.
+    assert oracle.check_health(json.loads(done.stdout)) == []
     (checked,) = json.loads(done.stdout)["targets"]
     _header, events = read_transcript(Path(checked["transcript"]))
     facts = {

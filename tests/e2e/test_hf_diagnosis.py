@@ -3,7 +3,7 @@ as a user gets it from the CLI: the speed read as the Trainer states it, resumes
 drops placed within one logging interval of where the run's own callback slowed it,
 healthy runs not flagged, runs without a speed told what to turn on, a NaN loss and a
 hung trainer each stated. Every speed figure of every report is recomputed from the raw
-log by the independent oracle (tests/lib/oracle.py)."""
+log by the independent oracle (tests/lib/oracle/)."""
 
 from __future__ import annotations
 

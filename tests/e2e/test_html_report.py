@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from agent.session import Session
 from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from agent.symptoms import check_all, find
+from tests.lib import oracle
 from tests.lib.cli import cli
 from tests.lib.diagnosis import snapshot
 from tests.lib.need import need
@@ -202,6 +203,7 @@ class Drop:
     ledger: Ledger
     now: Fact
     html: Path
+    sources: dict[str, tuple[Path | None, dict[str, Any]]]  # each log fact, with its log
 
 
 @pytest.fixture
@@ -218,7 +220,90 @@ def drop(tmp_path: Path) -> Drop:
     )
     page = tmp_path / "drop.html"
     page.write_text(render_html(build_report(state, ledger, "s"), state, ledger), encoding="utf-8")
-    return Drop(state, ledger, now, page)
+    sources: dict[str, tuple[Path | None, dict[str, Any]]] = {}
+    for name, fact in (("now", now), ("then", then)):
+        assert isinstance(fact.value, dict)
+        sources[fact.id] = (tmp_path / f"{name}.jsonl", fact.value)
+    return Drop(state, ledger, now, page, sources)
+
+
+def test_the_plot_draws_the_figures_of_the_raw_logs(drop: Drop) -> None:
+    """Every point, run, mark and legend entry of the plot, held to the two logs by the
+    independent reader (``tests/lib/oracle/``)."""
+    assert oracle.check_html(drop.html.read_text(encoding="utf-8"), drop.sources) == []
+
+
+def test_the_plot_of_a_log_of_one_series_draws_its_stated_speed(tmp_path: Path) -> None:
+    """A log naming no series (its speed as the trainer states it), read by the real
+    parser, its fall found by the symptom layer: the plot's points and change mark are
+    the log's own figures."""
+    ledger, log = Ledger(), tmp_path / "plain.jsonl"
+    speeds = [3000.0 * (1 + 0.01 * (k % 5)) for k in range(250)] + [1000.0] * 150
+    log.write_text("".join(
+        json.dumps({"step": k + 1, "time": 1.7e9 + k, "tokens_per_s": tok}) + "\n"
+        for k, tok in enumerate(speeds)
+    ))  # fmt: skip
+    fact = parsed(log, ledger)
+    state = DiagnosisState(target="local", facts=[fact.id], symptoms=check_all(find(fact), ledger))
+    page = render_html(build_report(state, ledger, "s"), state, ledger)
+    assert page.count("<circle ") > 100 and 'class="mark mark-change"' in page
+    assert isinstance(fact.value, dict)
+    assert oracle.check_html(page, {fact.id: (log, fact.value)}) == []
+
+
+def alter(text: str, pattern: str, how: Callable[[str], str]) -> str:
+    """``text`` with the first group of the first match of ``pattern`` rewritten."""
+    found = re.search(pattern, text)
+    assert found, pattern
+    return text[: found.start(1)] + how(found[1]) + text[found.end(1) :]
+
+
+def bigger(number: str) -> str:
+    return f"{float(number.replace(',', '')) * 1.1:,.0f}"
+
+
+# (the pattern whose first group is altered, how, the figure the oracle must name); the
+# page's first point is the baseline's first window.
+PLOT_ALTERED: list[tuple[str, Callable[[str], str], str]] = [
+    (r"<circle [^>]*><title>[^<]*: step [\d,]+, ([\d,]+) tok/s", bigger, "html:point 0 tok/s"),
+    (r"<circle [^>]*><title>[^<]*: step ([\d,]+),", lambda v: "15", "html:point 0 step"),
+    (r'<circle cx="[\d.]+" cy="([\d.]+)" [^>]*><title>', lambda v: f"{float(v) - 2:.1f}",
+     "html:point 0 y"),
+    (r'<circle cx="([\d.]+)" [^>]*><title>', lambda v: f"{float(v) + 2:.1f}", "html:point 0 x"),
+    (r"<circle [^>]*><title>baseline \((steps 10)–", lambda v: "steps 20", "html:run span"),
+    (r">fell to ([\d.]+)× at step", lambda v: f"{float(v) + 0.05:.2f}", "html:change mark ratio"),
+    (r"went back 690→610 at line (\d+)", lambda v: str(int(v) - 1), "html:restart at line"),
+    (r"after the restart at line (\d+)", lambda v: str(int(v) + 50), "html:legend entry"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pattern", "how", "figure"), PLOT_ALTERED, ids=[a[2] for a in PLOT_ALTERED]
+)
+def test_the_oracle_names_a_plot_figure_altered(
+    drop: Drop, pattern: str, how: Callable[[str], str], figure: str
+) -> None:
+    """One number of the plot off: the oracle names it."""
+    page = alter(drop.html.read_text(encoding="utf-8"), pattern, how)
+    bad = oracle.check_html(page, drop.sources)
+    assert any(m.figure.startswith(figure) for m in bad), bad
+
+
+def test_the_oracle_holds_the_plot_to_the_raw_log(drop: Drop, tmp_path: Path) -> None:
+    """The present log with its last device's tokens/s 10% higher: the points drawn from
+    its windows are no longer the log's."""
+    now = drop.now.id
+    path, value = drop.sources[now]
+    assert path is not None
+    faster = tmp_path / "faster.jsonl"
+    faster.write_text("".join(
+        json.dumps({**r, "perf/tokens_per_second": r["perf/tokens_per_second"] * 1.1}) + "\n"
+        if r["device"] == "cuda:2" else json.dumps(r) + "\n"
+        for r in map(json.loads, path.read_text().splitlines())
+    ))  # fmt: skip
+    page = drop.html.read_text(encoding="utf-8")
+    bad = oracle.check_html(page, {**drop.sources, now: (faster, value)})
+    assert any(m.figure.endswith(" tok/s") and m.where == f"plot of {now}" for m in bad), bad
 
 
 def test_devices_restarting_one_after_another_are_one_restart(drop: Drop) -> None:
@@ -360,6 +445,8 @@ def test_browser_draws_a_restarted_run_apart_from_its_baseline(tmp_path: Path) -
     and its first run is the baseline's numbers again."""
     html = tmp_path / "report.html"
     assert cli("-q", "report", str(FX_RACE), "--format", "html", "--out", str(html)).returncode == 0
+    page = html.read_text(encoding="utf-8")
+    assert oracle.check_html(page, oracle.transcript_sources(FX_RACE)) == []
     dom = dom_of(html, tmp_path)
     runs = polylines(dom, "now")
     assert list(runs) == ["series-now segment-0", "series-now segment-1"]
@@ -478,6 +565,8 @@ def test_browser_shows_plot_claims_and_citations(recorded_race: Path, tmp_path: 
         cli("-q", "report", str(recorded_race), "--format", "html", "--out", str(html)).returncode
         == 0
     )
+    page = html.read_text(encoding="utf-8")
+    assert oracle.check_html(page, oracle.transcript_sources(recorded_race)) == []
     text = dom_of(html, tmp_path)
     assert "dflash-doctor report: fault found" in text
     assert "drafter tokens/s per log window" in text

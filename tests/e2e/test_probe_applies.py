@@ -19,6 +19,7 @@ from agent import applies as agent_applies
 from agent.facts import Fact, Ledger
 from playbooks import Remote
 from playbooks.journal import Journal, this_process
+from tests.lib import oracle
 from tests.lib.cli import SCRIPT
 from tests.lib.diagnosis import diagnose, snapshot
 from tests.lib.workspaces import clone
@@ -151,6 +152,7 @@ def test_diagnose_and_health_say_so(good_workspace: Path, tmp_path: Path) -> Non
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-2000:]
+    assert oracle.check_health(json.loads(done.stdout)) == []
     (result,) = json.loads(done.stdout)["targets"]
     check = next(c for c in result["checks"] if c["name"] == "applies")
     assert check["status"] == "failed", check

@@ -19,7 +19,7 @@ import re
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from agent.health.model import HealthRun, TargetResult
 from agent.health.output.formats import trend_name, write
 from agent.health.output.names import FILES, FORMATS
 from agent.health.run import plan_targets, run_health
+from tests.lib import oracle
 from tests.lib.cli import cli
 from tests.lib.probe_workspace import write_pt
 from tools.sweep import SweepSpec
@@ -49,10 +50,11 @@ NOW = [3000.0] * 250 + [2000.0] * 150
 SLOWER, FASTER = 1500.0, 4000.0  # the snapshots' steady tokens/s
 
 
-def workspace(root: Path, speeds: Sequence[float]) -> Path:
+def workspace(root: Path, speeds: Sequence[float], *, series: bool = True) -> Path:
     """A workspace as a trainer leaves it: a finished checkpoint that records no tokens/s
     (so a derived baseline is the log's early window), the train log (one drafter series,
-    one record a step at ``speeds``) and a console log."""
+    or with ``series=False`` records naming none, one record a step at ``speeds``) and a
+    console log."""
     step = root / "checkpoints" / f"step_{len(speeds)}"
     step.mkdir(parents=True)
     write_pt(step / "drafter.pt")
@@ -62,6 +64,8 @@ def workspace(root: Path, speeds: Sequence[float]) -> Path:
          "tokens_per_s": tok}
         for i, tok in enumerate(speeds)
     ]  # fmt: skip
+    if not series:
+        records = [{k: v for k, v in r.items() if k not in ("role", "device")} for r in records]
     log = "".join(json.dumps(r) + "\n" for r in records)
     (root / "checkpoints" / "train_log.jsonl").write_text(log)
     (root / "checkpoints" / "train_stdout.log").write_text(f"step {len(speeds)}\n")
@@ -96,7 +100,13 @@ def now_ws(machine: Path) -> Path:
 
 def checked(ws: Path, baseline: str | None) -> TargetResult:
     target = HealthTarget(label="local", uri="local", spec=spec(ws), baseline=baseline)
-    return check_target(target, ssh=SSHOptions(), deadline=time.monotonic() + 120)
+    return agrees(check_target(target, ssh=SSHOptions(), deadline=time.monotonic() + 120))
+
+
+def agrees(result: TargetResult) -> TargetResult:
+    """``result``, once the oracle has recomputed its figures from the raw logs."""
+    assert oracle.check_health_target(json.loads(result.model_dump_json())) == []
+    return result
 
 
 def named(result: TargetResult | dict[str, Any], name: str) -> Any:
@@ -155,6 +165,7 @@ def test_every_output_shows_the_figures_the_verdict_was_judged_on(
     run = run_health(targets, ssh=SSHOptions(), history=HealthHistory(tmp_path / "history"))
     out = tmp_path / "out"
     write(run, FORMATS, out)
+    assert oracle.check_health_dir(out, FILES) == []
 
     doc = json.loads((out / FILES["json"]).read_text())
     (target,) = doc["targets"]
@@ -231,6 +242,17 @@ def test_a_workspace_with_nothing_for_some_probes_is_still_checked(machine: Path
     assert named(result, "throughput").status == "failed"  # 2,000 against 3,000
 
 
+def test_a_log_of_one_unnamed_series_is_judged_on_its_stated_speed(machine: Path) -> None:
+    """No role or device in the log: the judged figure is the log's speed over its recent
+    records (2,000) and the derived baseline its early windows' (3,000), each as the
+    oracle recomputes it from the records (``checked``)."""
+    result = checked(workspace(machine / "plain", NOW, series=False), None)
+    assert result.judged is not None
+    assert (result.judged.value, result.judged.baseline) == (2000.0, 3000.0)
+    assert "median of the last 50 records" in result.judged.label
+    assert named(result, "throughput").status == "failed"
+
+
 # -- 2. history is kept per target, workspace and profile --------------------------------
 
 
@@ -246,7 +268,7 @@ def test_the_trend_of_a_target_holds_only_its_own_workspaces_runs(
         (t,) = plan_targets(["local"], baselines=["slower"], workspace=str(ws))
         t = dataclasses.replace(t, spec=spec(ws))
         (result,) = run_health([t], ssh=SSHOptions(), history=history).targets
-        return result
+        return agrees(result)
 
     night(now_ws)
     night(other)
@@ -280,6 +302,7 @@ def test_a_line_without_a_workspace_is_read_but_kept_out_of_every_workspaces_tre
     (t,) = plan_targets(["local"], baselines=["slower"], workspace=str(now_ws))
     t = dataclasses.replace(t, spec=spec(now_ws))
     (result,) = run_health([t], ssh=SSHOptions(), history=history).targets
+    agrees(result)
     assert [p.tokens_per_s for p in result.trend] == [2000.0]
     assert (result.since_runs, result.since) == (1, result.started_at)
     # Still readable: it is history, of a key no run has now.
@@ -347,6 +370,7 @@ def test_health_without_a_baseline_derives_the_one_diagnose_derives(
     where = ["-t", "local", "-w", str(now_ws), "--interpreter", sys.executable]
     code, out, err = run_cli(["-q", "health", "--format", "json", *where], monkeypatch, capsys)
     assert code == 1, err
+    assert oracle.check_health(json.loads(out)) == []
     (target,) = json.loads(out)["targets"]
     assert target["baseline"] is None
     used = target["baseline_used"]
@@ -362,6 +386,7 @@ def test_health_without_a_baseline_derives_the_one_diagnose_derives(
         capsys,
     )
     report = json.loads(out)
+    assert oracle.check_report(report) == []
     since = next(s for s in report["sections"] if s["title"].startswith("since it worked"))
     assert "(derived baseline)" in since["title"]
     label = target["metrics"]["baseline_tokens_per_s"]["label"].removeprefix("baseline ")
@@ -409,3 +434,124 @@ def test_global_options_after_the_command_name_take_effect(tmp_path: Path) -> No
     assert not [line for line in loud.stderr.decode().splitlines() if line.startswith("{")]
     echoed = cli("exec", "--", "echo", "-q", "-v")
     assert (echoed.returncode, echoed.stdout) == (0, b"-q -v\n")
+
+
+# -- 5. the oracle catches a figure that an output or the log does not give ----------------
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Two nights of the target without a snapshot (judged 2,000 against its early
+    window's 3,000: regressed), every format written: the texts, by format ("svg": the
+    target's trend), untouched; each test alters a copy."""
+    root = tmp_path_factory.mktemp("oracle")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(root / "state"))
+        mp.setenv("TORCHINDUCTOR_CACHE_DIR", str(root / "inductor"))
+        ws = workspace(root / "now", NOW)
+        history = HealthHistory(root / "history")
+        for _ in range(2):
+            (t,) = plan_targets(["local"], workspace=str(ws), interpreter=sys.executable)
+            t = dataclasses.replace(t, spec=spec(ws))
+            run = run_health([t], ssh=SSHOptions(), history=history)
+        write(run, FORMATS, root / "out")
+    texts: dict[str, str] = {fmt: (root / "out" / FILES[fmt]).read_text() for fmt in FORMATS}
+    texts["svg"] = (root / "out" / trend_name("local")).read_text()
+    return texts
+
+
+def mismatches(texts: dict[str, str]) -> list[oracle.Mismatch]:
+    return oracle.check_health(
+        json.loads(texts["json"]),
+        junit=texts["junit"],
+        prom=texts["prom"],
+        md=texts["md"],
+        svgs={"local": texts["svg"]},
+    )
+
+
+def off(number: str, by: float = 1.1) -> str:
+    """A printed figure made 10% larger, printed alike ("2,000" -> "2,200")."""
+    value = float(number.replace(",", "")) * by
+    return f"{value:,.0f}" if "," in number else f"{value:g}"
+
+
+# (format, pattern whose first group is altered, how, the figure the oracle must name)
+ALTERED: list[tuple[str, str, Callable[[str], str], str]] = [
+    ("json", r'"judged": \{[^}]*?"value": ([\d.]+)', off, "json:judged.value"),
+    ("json", r'"judged": \{[^}]*?"baseline": ([\d.]+)', off, "json:judged.baseline"),
+    ("json", r'"last_step": \{\s*"value": ([\d.]+)', lambda v: "401.0", "json:metrics.last_step"),
+    ("json", r'"name": "throughput",[^}]*?"status": "(failed)"', lambda v: "passed",
+     "json:checks.throughput.status"),
+    ("json", r'"judged": \{\s*"label": "[^"]*the last (\d+) records', lambda v: "40",
+     "json:judged.label: records"),
+    ("junit", r'name="last_step" value="([\d.]+)"', lambda v: "401", "junit:last_step"),
+    ("junit", r'name="status" value="(regressed)"', lambda v: "healthy", "junit:status"),
+    ("junit", r'name="tokens_per_s" value="([\d.]+)"', off, "junit:tokens_per_s"),
+    ("junit", r'name="regressed_below_tokens_per_s" value="([\d.]+)"', off,
+     "junit:regressed_below_tokens_per_s"),
+    ("junit", r'name="throughput"[^>]*>\s*(<failure .*?</failure>)', lambda v: "",
+     "junit:failed testcases"),
+    ("prom", r'^dflash_doctor_tokens_per_second\{target="local"\} ([\d.]+)$', off,
+     "prom:dflash_doctor_tokens_per_second"),
+    ("prom", r'^dflash_doctor_baseline_tokens_per_second\{target="local"\} ([\d.]+)$', off,
+     "prom:dflash_doctor_baseline_tokens_per_second"),
+    ("prom", r'^dflash_doctor_health_throughput_regression\{target="local"\} (1)$',
+     lambda v: "0", "prom:dflash_doctor_health_throughput_regression"),
+    ("md", r"^\| `local` \|[^|]*\|[^|]*\| ([\d,]+) \[", off, "md:table tokens/s"),
+    ("md", r"^- regressed below ([\d,]+) tokens/s", off, "md:regressed below"),
+    ("md", r"^- drafter tokens/s = ([\d,]+) \[", off, "md:drafter tokens/s"),
+    ("md", r"^- drafter last step = ([\d,]+) \[", lambda v: "401", "md:drafter last step"),
+    ("md", r"^\| `local` \|.*?\| ([\d.]+) d \[", off, "md:table last step age"),
+    ("md", r"^\| tokens/s against the baseline \|.* is ([\d.]+)× the baseline's", off,
+     "md:throughput message: × the baseline's"),
+    ("svg", r"<circle [^>]*><title>[^<]*: ([\d,]+) tok/s", off, "svg:point 0 tok/s"),
+    ("svg", r'<circle cx="[\d.]+" cy="([\d.]+)"', lambda v: f"{float(v) + 1:.1f}",
+     "svg:point 0 height"),
+    ("svg", r"<title>[^<]*, baseline ([\d,]+),", off, "svg:caption baseline"),
+    ("svg", r"<title>baseline: ([\d,]+) tok/s", off, "svg:baseline line"),
+    ("svg", r"<title>regressed below: ([\d,]+) tok/s", off, "svg:regressed below line"),
+    ("svg", r'<line [^>]*y1="([\d.]+)"[^>]*><title>regressed below', lambda v: "50.0",
+     "svg:regressed below line height"),
+    ("prom", r'^dflash_doctor_last_step\{target="local"\} ([\d.]+)$', lambda v: "401",
+     "prom:dflash_doctor_last_step"),
+]  # fmt: skip
+
+
+def test_the_oracle_finds_nothing_in_outputs_that_agree(outputs: dict[str, str]) -> None:
+    assert mismatches(outputs) == []
+
+
+@pytest.mark.parametrize(("fmt", "pattern", "how", "figure"), ALTERED, ids=[a[3] for a in ALTERED])
+def test_the_oracle_names_the_output_and_figure_altered(
+    outputs: dict[str, str], fmt: str, pattern: str, how: Callable[[str], str], figure: str
+) -> None:
+    """One figure in one output off (by 10%, or a verdict flipped): the oracle reports a
+    mismatch naming that output and figure, for that target."""
+    found = re.search(pattern, outputs[fmt], re.M | re.S)
+    assert found, (fmt, pattern)
+    text = outputs[fmt]
+    altered = text[: found.start(1)] + how(found[1]) + text[found.end(1) :]
+    bad = mismatches({**outputs, fmt: altered})
+    assert any(m.figure == figure and m.where in ("target 'local'", "run") for m in bad), bad
+
+
+def test_the_oracle_holds_every_output_to_the_raw_log(now_ws: Path, tmp_path: Path) -> None:
+    """The log's recent records rewritten after the check (2,000 -> 2,200 tokens/s): the
+    figure each output printed is no longer the log's, and the oracle says so in each."""
+    (t,) = plan_targets(["local"], workspace=str(now_ws), interpreter=sys.executable)
+    run = run_health([dataclasses.replace(t, spec=spec(now_ws))], ssh=SSHOptions())
+    write(run, FORMATS, tmp_path / "out")
+    assert oracle.check_health_dir(tmp_path / "out", FILES) == []
+    log = now_ws / "checkpoints" / "train_log.jsonl"
+    log.write_text(log.read_text().replace('"tokens_per_s": 2000.0', '"tokens_per_s": 2200.0'))
+    figures = {m.figure for m in oracle.check_health_dir(tmp_path / "out", FILES)}
+    assert {
+        "json:judged.value",
+        "json:metrics.tokens_per_s",
+        "junit:tokens_per_s",
+        "prom:dflash_doctor_tokens_per_second",
+        "md:table tokens/s",
+        "svg:point 0 tok/s",
+        "svg:caption tok/s",
+    } <= figures, figures

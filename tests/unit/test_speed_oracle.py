@@ -1,5 +1,5 @@
 """The train-log summary's speed figures, held against an independent reading of the raw
-log (``tests/lib/oracle.py``): hand-computed tables, a corrupted summary the oracle must
+log (``tests/lib/oracle/``): hand-computed tables, a corrupted summary the oracle must
 catch, and generated logs with resumes, gaps, counter resets and rounding."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which figure is a run's speed (tools/parsers/_trainlog/speed.py): the trainer's own
 first, in its own unit, and a derived one only where none is stated, each said with its
-formula; and what each figure in the fact is recomputed from (tests/lib/oracle.py)."""
+formula; and what each figure in the fact is recomputed from (tests/lib/oracle/)."""
 
 from __future__ import annotations
 

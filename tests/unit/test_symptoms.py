@@ -164,20 +164,22 @@ def test_no_windows_no_symptoms() -> None:
 
 def test_a_nightly_check_tells_a_drop_inside_the_run(tmp_path: Path) -> None:
     """Health: a drop of the judged throughput inside the run is told by the symptoms
-    check, not judged (the throughput check judges the figure against the baseline); a
-    steady run passes it, saying so."""
+    check, not judged, where the throughput check judged a figure against the baseline;
+    where none was judged, the drop fails it. A steady run passes it, saying so."""
     from agent.health.check import _symptom_check
     from agent.state import DiagnosisState
 
     ledger = Ledger()
-    for drop, status, words in (
-        (True, "passed", "fell to 0.3"),
-        (False, "passed", "is steady"),
+    for drop, judged, status, words in (
+        (True, True, "passed", "fell to 0.3"),
+        (True, False, "failed", "fell to 0.3"),
+        (False, True, "passed", "is steady"),
+        (False, False, "passed", "is steady"),
     ):
         incident_log(tmp_path / "metrics.jsonl", drop=drop)
         fact = fact_of(tmp_path / "metrics.jsonl", ledger)
         symptoms = explain(check_all(find(fact), ledger), [])
-        check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
+        check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms), judged)
         assert (check.name, check.status) == ("symptoms", status)
         assert words in check.message, check.message
         assert check.lines and all(fact.id in line.cites for line in check.lines)
@@ -187,7 +189,8 @@ def test_a_nightly_check_tells_a_drop_inside_the_run(tmp_path: Path) -> None:
             DiagnosisState(
                 target="local",
                 symptoms=explain(check_all(find(fact_of_drop(tmp_path, ledger)), ledger), []),
-            )
+            ),
+            True,
         ).message
     )
 
@@ -215,7 +218,7 @@ def test_a_nightly_check_fails_a_nan_loss_and_cannot_pass_a_run_without_a_speed(
         )
     )
     symptoms = explain(check_all(find(fact_of(nan, ledger)), ledger), [])
-    check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
+    check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms), True)
     assert (check.status, check.message) == (
         "failed",
         "the loss is nan in 31 record(s), first at step 30",
@@ -223,7 +226,7 @@ def test_a_nightly_check_fails_a_nan_loss_and_cannot_pass_a_run_without_a_speed(
     blind = tmp_path / "blind.jsonl"
     blind.write_text("".join(json.dumps({"step": s, "loss": 2.0}) + "\n" for s in range(1, 61)))
     symptoms = explain(check_all(find(fact_of(blind, ledger)), ledger), [])
-    check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms))
+    check = _symptom_check(DiagnosisState(target="local", symptoms=symptoms), True)
     assert check.status == "error"
     assert check.message.startswith("the run's speed is not observed: a tokens/s field"), check
 

@@ -43,6 +43,7 @@ WINDOWS = 48  # at most; fewer when the bar has fewer updates with a rate
 MIN_UPDATES = 5
 MAX_UPDATES = 1_000_000  # per family; past it the family is marked truncated
 MAX_FAMILIES = 16
+MAX_NAMES = 4096  # left parts of bars remembered (a bar's drawing repeats)
 _METER = re.compile(
     rb"\[(?P<el>(?:[0-9]+:)?[0-9]{2}:[0-9]{2})(?:<[^,\]\r\n]{0,16})?, *"
     rb"(?P<rate>\?|[0-9]+(?:\.[0-9]+)?[kMGTPEZY]?)"
@@ -217,6 +218,7 @@ class Bars:
     def __init__(self) -> None:
         self.families: dict[tuple[str, str, str], _Family] = {}
         self.overflow = 0  # updates of families past MAX_FAMILIES
+        self.names: dict[bytes, str] = {}  # a bar's left part read once: its family's name
 
     def gap(self) -> None:
         """The scan skipped part of the log: what follows starts a new bar's windows."""
@@ -229,7 +231,10 @@ class Bars:
         line, counted = first_line, 0
         for m in _METER.finditer(data):
             start = m.start()
-            before = data[max(0, start - _BACK) : start]
+            # The update's own piece: from the last \r or \n before it (tqdm redraws).
+            lo = max(0, start - _BACK)
+            piece = max(data.rfind(b"\r", lo, start), data.rfind(b"\n", lo, start))
+            before = data[piece if piece >= 0 else lo : start]
             count = _COUNT.search(before)
             if count is None:
                 continue
@@ -241,9 +246,13 @@ class Bars:
     def _update(
         self, m: re.Match[bytes], count: re.Match[bytes], left: bytes, line: int | None, at: int
     ) -> None:
-        desc_m = _DESC.search(left)
-        desc = (desc_m.group("desc") or b"").strip() if desc_m else b""
-        name = re.sub(r"[0-9]+", "#", desc.decode("utf-8", "replace"))
+        name = self.names.get(left)
+        if name is None:
+            desc_m = _DESC.search(left)
+            desc = (desc_m.group("desc") or b"").strip() if desc_m else b""
+            name = re.sub(r"[0-9]+", "#", desc.decode("utf-8", "replace"))
+            if len(self.names) < MAX_NAMES:
+                self.names[left] = name
         total = count.group("total")
         unit = (m.group("iunit") or m.group("unit") or b"").decode("ascii", "replace")
         # An epoch's bar may count to another total: the family is whether it has one.

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 REL = 1e-9
+# "Recent": the last quarter of a series' values, at least RECENT_MIN, at most RECENT_MAX.
+RECENT_MIN, RECENT_MAX = 3, 50
 RUN_SUMMARY_KEYS = ("train_loss", "train_runtime", "total_flos")
 # A window may withhold a rate that is not positive, or one whose stated error bound is
 # over this share of it.
@@ -216,6 +218,25 @@ def _rate(a: Point | None, b: Point | None) -> float | None:
     return (b.total - a.total) / (b.seconds - a.seconds) if b.seconds > a.seconds else None
 
 
+def _segments(points: list[Point]) -> list[list[Point]]:
+    return [list(seg) for _, seg in groupby(points, key=lambda p: p.segment)]
+
+
+def _counter_ends(points: list[Point], lo: int, hi: int) -> tuple[Point | None, Point | None]:
+    """A counter window's two points: its last point, and the first point of that
+    point's segment from the point before the window on."""
+    to = points[hi - 1] if hi > lo else None
+    ours = [p for p in points[max(0, lo - 1) : hi] if to and p.segment == to.segment]
+    return (ours[0] if ours else None), to
+
+
+def _recent_points(points: list[Point]) -> list[Point]:
+    """The last K points of the last segment (K: a quarter of them, within 3..50)."""
+    segs = _segments(points)
+    last = segs[-1] if segs else []
+    return last[-min(len(last), max(RECENT_MIN, min(RECENT_MAX, len(last) // 4))) :]
+
+
 def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
     """Every speed figure of ``summary`` that the raw file at ``path`` does not give."""
     sp = summary["speed"]
@@ -253,7 +274,7 @@ def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
         if len({p.segment for p in span}) > 1:
             bad.append(Mismatch(figure, "one segment", "two", f"lines {a['line']}-{b['line']}"))
 
-    segs = [list(seg) for _, seg in groupby(points, key=lambda p: p.segment)]
+    segs = _segments(points)
     want = [[s[0].line, s[-1].line, len(s)] for s in segs][:64]
     got = [[s["first_line"], s["last_line"], s["records"]] for s in sp["segments"]]
     same("speed.segments", want, got, "[first line, last line, records] each")
@@ -266,10 +287,7 @@ def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
             exp = _median([p.value for p in inside if p.value is not None])
             same(f"windows[{i}].speed", exp, w.get("speed"), where)
             continue
-        to = inside[-1] if inside else None
-        # The last point's segment, from the point before the window on: its first point.
-        ours = [p for p in points[max(0, lo - 1) : hi] if to and p.segment == to.segment]
-        frm = ours[0] if ours else None
+        frm, to = _counter_ends(points, lo, hi)
         cited(f"windows[{i}].speed_from", w.get("speed_from"), frm)
         cited(f"windows[{i}].speed_to", w.get("speed_to"), to)
         one_segment(f"windows[{i}].speed_from..to", w.get("speed_from"), w.get("speed_to"))
@@ -280,8 +298,7 @@ def check(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
             bad.append(Mismatch(f"windows[{i}].speed", rate, None, where + ", withheld"))
 
     recent = sp.get("recent") or {}
-    last = segs[-1] if segs else []
-    pts = last[-min(len(last), max(3, min(50, len(last) // 4))) :]
+    pts = _recent_points(points)
     if sp["kind"] == "stated":
         exp = _median([p.value for p in pts if p.value is not None])
     else:
@@ -315,14 +332,7 @@ def check_groups(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
     field = (summary.get("fields") or {}).get("throughput")
     if not keys or not field or summary["schema"].get("derived"):
         return []
-    scale = summary.get("throughput_scale") or 1.0
-    series: dict[str, list[tuple[int, float]]] = {}
-    for line, rec in read_records(path, summary["format"]):
-        value = _num(rec.get(field))
-        if value is None or not math.isfinite(value) or not all(k in rec for k in keys):
-            continue
-        label = ",".join(f"{k}={rec[k]}" for k in keys)
-        series.setdefault(label, []).append((line, value * scale))
+    series = _series(_group_rows(list(read_records(path, summary["format"])), summary))
     bad: list[Mismatch] = []
 
     def same(figure: str, expected: float | None, got: Any) -> None:
@@ -338,8 +348,7 @@ def check_groups(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
         for label, got in (w.get("tok_s_median_by_group") or {}).items():
             vals = [v for ln, v in series.get(label, []) if w["first_line"] <= ln <= w["last_line"]]
             same(f"windows[{i}].tok_s_median_by_group[{label}]", _median(vals), got)
-    n = len(windows)
-    early = windows[1 : 1 + max(1, n // 4)]
+    early = _early(windows)
     for label, group in (summary.get("groups") or {}).items():
         tp = group["throughput"]
         vals = [v for _, v in series.get(label, [])]
@@ -393,3 +402,41 @@ def check_report(report: dict[str, Any]) -> list[Mismatch]:
         found = check(path, value) + check_groups(path, value)
         bad += [m._replace(where=f"{fact['id']} {m.where}") for m in found]
     return bad
+
+
+class Row(NamedTuple):
+    line: int
+    step: float | None
+    value: float | None  # tokens/s in the summary's unit; None: no finite rate
+
+
+def _step_key(summary: dict[str, Any]) -> str:
+    return str((summary.get("fields") or {}).get("step") or "step")
+
+
+def _group_rows(
+    recs: list[tuple[int, dict[str, Any]]], summary: dict[str, Any]
+) -> dict[str, list[Row]]:
+    """Per series (``role=drafter,device=cpu:0``): each record holding every group field."""
+    keys = summary.get("group_fields") or []
+    field = (summary.get("fields") or {}).get("throughput")
+    scale = summary.get("throughput_scale") or 1.0
+    step_key = _step_key(summary)
+    rows: dict[str, list[Row]] = {}
+    for line, rec in recs:
+        if not keys or not all(k in rec for k in keys):
+            continue
+        value = _num(rec.get(field)) if field else None
+        rate = value * scale if value is not None and math.isfinite(value) else None
+        label = ",".join(f"{k}={rec[k]}" for k in keys)
+        rows.setdefault(label, []).append(Row(line, _num(rec.get(step_key)), rate))
+    return rows
+
+
+def _series(rows: dict[str, list[Row]]) -> dict[str, list[tuple[int, float]]]:
+    return {g: [(r.line, r.value) for r in rs if r.value is not None] for g, rs in rows.items()}
+
+
+def _early(windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Windows 2 to 1+n/4 of the log's n (the first is warm-up)."""
+    return windows[1 : 1 + max(1, len(windows) // 4)]
