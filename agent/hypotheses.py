@@ -30,6 +30,7 @@ Kind = Literal[
     "dataset_shape_churn",
     "checkpoint_integrity",
     "crash_stated",
+    "own_code_time",
 ]
 # The failure families by name (``diagnose --hypothesis``, a proposer's prompt).
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -47,6 +48,7 @@ TITLES: dict[str, str] = {
     "dataset_shape_churn": "dataset shape churn (new sequence lengths, recompiles)",
     "checkpoint_integrity": "checkpoint or log integrity problem",
     "crash_stated": "crash with a stated cause",
+    "own_code_time": "time in the trainer's own code (a sleep or a slow loop there)",
 }
 
 

@@ -84,6 +84,7 @@ EXPLAINS_DROP = frozenset(
         "fx_trace_race",
         "ineffective_monkeypatch",
         "crash_stated",
+        "own_code_time",
     }
 )
 

@@ -10,6 +10,7 @@ from agent.rules.eager_fallback import SilentEagerFallback
 from agent.rules.environment_drift import EnvironmentDrift
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.rules.monkeypatch import IneffectiveMonkeypatch
+from agent.rules.own_code import OwnCodeTime
 from agent.rules.script_changed import ScriptChanged
 from agent.rules.shape_churn import DatasetShapeChurn
 
@@ -27,4 +28,5 @@ def default_rules() -> list[Rule]:
         DatasetShapeChurn(),
         CheckpointIntegrity(),
         CrashStated(),
+        OwnCodeTime(),
     ]

@@ -11,8 +11,11 @@ import ast
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,7 @@ import pytest
 from agent.progress import STALL_FLOOR
 from agent.report.model import SCHEMA
 from tests.lib import oracle, oracle_bars
-from tests.lib.foreign_trainers import cli, launch, log_tail
+from tests.lib.foreign_trainers import cli, launch, log_tail, offline_env
 from tests.lib.hf_runs import (
     HfBarRun,
     HfNanRun,
@@ -316,7 +319,77 @@ def test_a_hung_trainer_is_stated_as_stalled_not_healthy(
     assert stalled, said(report)
     assert f"trainer pid {run.pid} lives in the workspace" in stalled[0]
     assert not any(t.startswith("the run is not running") for t in said(report))
-    assert report["verdict"] == "symptom unexplained"
+    # What it is doing, one stack dump away: asleep in the user's callback.
+    assert report["verdict"] == "fault found"
+    own = hypothesis(report, "own_code_time")
+    assert own["status"] == "verified", own
+    assert any(
+        "train.py:" in c["text"] and "HangAfter.on_step_begin" in c["text"] for c in own["claims"]
+    )
+
+
+def hypothesis(report: dict[str, Any], kind: str) -> dict[str, Any]:
+    (found,) = [h for h in report["hypotheses"] if h["kind"] == kind]
+    return found  # type: ignore[no-any-return]
+
+
+@contextmanager
+def live_run(hf_run: HfRun, tmp_path: Path, *flags: str) -> Iterator[int]:
+    """The Trainer running in a fresh copy of ``hf_run``'s workspace (its script, data and
+    launch file) with ``flags`` for many steps, in the background; yields its pid once
+    its console holds two records, kills it after."""
+    ws = tmp_path / "live"
+    ws.mkdir()
+    for name in ("train.py", "launch.sh", "data"):
+        src = hf_run.ws / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, ws / name)
+    args = [*trainer_flags(100_000, 2, 100_000, True), *flags]
+    proc = subprocess.Popen(
+        ["sh", str(ws / "launch.sh"), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=offline_env(HF_HOME=str(tmp_path / "hf-home")),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        log = ws / "train.log"
+        while not log.exists() or log.read_text().count("{'loss'") < 2:
+            assert proc.poll() is None, log_tail(ws)
+            assert time.monotonic() < deadline, log_tail(ws)
+            time.sleep(0.2)
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_a_sleep_left_in_a_callback_is_found_in_the_live_trainers_stacks(
+    hf_default_run: HfRun, tmp_path: Path
+) -> None:
+    """A running Trainer whose callback sleeps 0.3 s after every step: its log says only
+    that it is slow; its stacks, sampled by py-spy while it runs, show the main thread
+    asleep in ``SlowAfter.on_step_end`` at the sleep's line, the process idle."""
+    with live_run(hf_default_run, tmp_path, "--slow-after", "0", "--slow-seconds", "0.3") as pid:
+        report = diagnose(tmp_path / "live", tmp_path)
+    own = hypothesis(report, "own_code_time")
+    assert own["status"] == "verified", own
+    said_ = " ".join(c["text"] for c in own["claims"])
+    assert f"of pid {pid}" in said_ and "'sleeping'" in said_, said_
+    assert "SlowAfter.on_step_end" in said_ and "time.sleep(self.seconds)" in said_, said_
+    assert report["verdict"] == "fault found"
+
+
+def test_a_trainer_running_library_code_is_not_blamed_on_its_own_code(
+    hf_default_run: HfRun, tmp_path: Path
+) -> None:
+    """The same Trainer without the sleep: its main thread runs torch and transformers,
+    so the family is tested on it and refuted, naming what the thread did."""
+    with live_run(hf_default_run, tmp_path) as pid:
+        report = diagnose(tmp_path / "live", tmp_path)
+    own = hypothesis(report, "own_code_time")
+    assert own["status"] == "refuted", own
+    assert any(f"of pid {pid} mostly did" in c["text"] for c in own["claims"]), own
 
 
 def wait_quiet(log: Path, seconds: float) -> None:

@@ -251,7 +251,7 @@ def test_a_health_check_registers_the_sweep_and_what_its_families_may_ask_for() 
     (sweep,) = probe_bundles(spec, default_rules())
     assert sweep.key == rendered(spec)
     assert sweep.why == (
-        "probe bundle (host,pyenv,gpus,processes,applies,layout,caches,checksums,"
+        "probe bundle (host,pyenv,gpus,processes,live,applies,layout,caches,checksums,"
         "script_patches,checkpoints,trainlog,stdoutlog,dataset,torch_source,integrity,"
         "interpreter)"
     )

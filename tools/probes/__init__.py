@@ -27,6 +27,7 @@ PROBES: tuple[str, ...] = (
     "pyenv",
     "gpus",
     "processes",
+    "live",
     "applies",
     "layout",
     "caches",

@@ -69,6 +69,13 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
             if spec.workspace:
                 found["workspace"] = spec.workspace
             return found, ""
+        case "live":
+            live: dict[str, Any] = {"match": list(_trainer_patterns(spec))}
+            if spec.workspace:
+                live["workspace"] = spec.workspace
+            if spec.py_spy:
+                live["py_spy"] = spec.py_spy
+            return live, ""
         case "layout" | "applies":
             if not spec.workspace:
                 return None, "no workspace configured"

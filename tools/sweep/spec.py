@@ -34,6 +34,8 @@ class SweepSpec(BaseModel):
     triton_cache: str | None = None
     extra_caches: tuple[str, ...] = ()
     process_match: tuple[str, ...] = ("train",)
+    # py-spy on the target (the live probe's stacks); None: its PATH, or beside its Python.
+    py_spy: str | None = None
     log_fields: dict[str, str | list[str]] = Field(default_factory=dict)
     throughput_unit: Literal["tok/s", "ktok/s", "mtok/s"] | None = None
     metadata_names: tuple[str, ...] = INCIDENT_METADATA

@@ -1,0 +1,428 @@
+"""What the running trainer is doing right now: its threads' stacks sampled with py-spy
+(never pausing it: ``--nonblocking``), each thread's CPU over the same window, the
+process's children, the host's load and the other processes that used its cores, and
+whether the stacks could be read at all (the permission preflight).
+
+Which processes: those that work in the workspace (``processes.works_in``), else those
+whose command line holds one of ``match``; at most ``MAX_PROCS``, the oldest first.
+
+Each thread's samples are classified (``_activities``); the fact keeps, per thread, how
+many samples fell in each activity, its CPU share, and a representative stack (the first
+sample of its most frequent activity) with the innermost frame's source line. Where py-spy
+is not on the target (its PATH, the trainer's interpreter's directory, the path the
+doctor names), or it may not attach, the fact says so with the remedy for the kind of
+host it is; the CPU and host figures are still read.
+
+Shipped in the probe bundle: stdlib only, Python >= 3.8. Linux only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any
+
+from . import _activities, processes
+from ._common import Context, ProbeFailure
+
+NAME = "live"
+TIMEOUT = 60.0
+
+MAX_PROCS = 4
+MAX_THREADS = 64  # per process, the busiest first
+MAX_FRAMES = 24  # per representative stack
+SAMPLES, SPACING = 5, 0.4  # stack samples, seconds apart (the CPU window is theirs)
+DUMP_TIMEOUT = 10.0
+TOP_OTHERS = 5
+CAP_SYS_PTRACE = 19
+LINE_MAX = 200
+
+
+def _ticks(path: str) -> int | None:
+    """utime + stime of a /proc stat file (clock ticks)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    rest = raw[raw.rfind(")") + 2 :].split()
+    return int(rest[11]) + int(rest[12]) if len(rest) > 12 else None
+
+
+def thread_ticks(pid: int) -> dict[int, tuple[int, str]]:
+    """Per thread id: its CPU ticks and name."""
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        ticks = _ticks(f"/proc/{pid}/task/{tid}/stat")
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm", "rb") as f:
+                name = f.read(64).decode("utf-8", "replace").strip()
+        except OSError:
+            name = "?"
+        if ticks is not None:
+            out[int(tid)] = (ticks, name)
+    return out
+
+
+def host_ticks() -> dict[int, tuple[int, str]]:
+    """Per process on the host: its CPU ticks and command name."""
+    out: dict[int, tuple[int, str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                raw = f.read(4096).decode("utf-8", "replace")
+        except OSError:
+            continue
+        name = raw[raw.find("(") + 1 : raw.rfind(")")]
+        rest = raw[raw.rfind(")") + 2 :].split()
+        if len(rest) > 12:
+            out[int(entry)] = (int(rest[11]) + int(rest[12]), name[:64])
+    return out
+
+
+def _cap_ptrace() -> bool | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_SYS_PTRACE & 1)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def container_kind() -> tuple[str | None, str]:
+    """docker, podman, kubernetes or lxc, and what said so (None: none seen)."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes", "KUBERNETES_SERVICE_HOST is set"
+    if os.path.exists("/.dockerenv"):
+        return "docker", "/.dockerenv exists"
+    if os.path.exists("/run/.containerenv"):
+        return "podman", "/run/.containerenv exists"
+    try:
+        with open("/proc/1/environ", "rb") as f:
+            if b"container=lxc" in f.read(65536):
+                return "lxc", "pid 1's environment has container=lxc"
+    except OSError:
+        pass
+    try:
+        with open("/proc/1/cgroup") as f:
+            text = f.read(65536)
+    except OSError:
+        return None, "no marker of a container"
+    for kind, mark in (("kubernetes", "kubepods"), ("docker", "docker"), ("lxc", "lxc")):
+        if mark in text:
+            return kind, f"/proc/1/cgroup names {mark}"
+    return None, "no marker of a container"
+
+
+REMEDY = {
+    "docker": "run the trainer's container with --cap-add=SYS_PTRACE (or probe from the host)",
+    "podman": "run the trainer's container with --cap-add=SYS_PTRACE",
+    "kubernetes": "kubectl debug -it POD --image=python --target=CONTAINER --profile=general",
+    "lxc": "probe from the Proxmox host (pct exec) as root, or add lxc.cap.keep sys_ptrace",
+    None: "sysctl kernel.yama.ptrace_scope=0, or probe as root (or as the trainer's user)",
+}
+
+
+def preflight() -> dict[str, Any]:
+    """May this process read another's memory: the yama scope, CAP_SYS_PTRACE, the user,
+    the kind of container, and the remedy for that kind where it may not."""
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            scope: int | None = int(f.read().strip())
+    except (OSError, ValueError):
+        scope = None  # no yama: classic ptrace rules (same user, or the capability)
+    kind, why = container_kind()
+    return {
+        "ptrace_scope": scope,
+        "cap_sys_ptrace": _cap_ptrace(),
+        "euid": os.geteuid(),
+        "container": kind,
+        "container_why": why,
+        "remedy_if_denied": REMEDY[kind],
+    }
+
+
+def find_py_spy(given: str | None) -> tuple[str | None, str]:
+    """py-spy's path and where it was found."""
+    if given:
+        return (given, "the path the doctor gave") if os.access(given, os.X_OK) else (None, "")
+    found = shutil.which("py-spy")
+    if found:
+        return found, "the target's PATH"
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if os.access(beside, os.X_OK):
+        return beside, "beside the target's Python"
+    return None, ""
+
+
+def dump(py_spy: str, pid: int) -> tuple[list[Any] | None, str | None]:
+    """One nonblocking dump of ``pid``'s threads, or why there is none."""
+    try:
+        run = subprocess.run(
+            [py_spy, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+            capture_output=True,
+            timeout=DUMP_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"py-spy did not run: {exc}"
+    if run.returncode != 0:
+        said = (run.stderr or run.stdout).decode("utf-8", "replace").strip().splitlines()
+        return None, (said[-1] if said else f"py-spy exited {run.returncode}")[:300]
+    try:
+        threads = json.loads(run.stdout)
+    except ValueError:
+        return None, "py-spy printed no JSON"
+    return (threads if isinstance(threads, list) else None), None
+
+
+_LINES: dict[tuple[str, int], str | None] = {}
+
+
+def source_line(filename: str, line: int) -> str | None:
+    """The line as the target's file has it (None: unreadable)."""
+    key = (filename, line)
+    if key not in _LINES:
+        text = None
+        try:
+            with open(filename, "rb") as f:
+                for i, raw in enumerate(f, 1):
+                    if i == line:
+                        text = raw[:LINE_MAX].decode("utf-8", "replace").strip()
+                        break
+                    if i > 100_000:
+                        break
+        except OSError:
+            pass
+        _LINES[key] = text
+    return _LINES[key]
+
+
+class _Thread:
+    def __init__(self, tid: int, name: str) -> None:
+        self.tid, self.name = tid, name
+        self.samples = 0
+        self.active = 0
+        self.gil = 0
+        self.activities: dict[str, int] = {}
+        self.first: dict[str, list[Any]] = {}  # activity -> its first sample's frames
+        self.own: dict[str, int] = {}  # "file:line function" of the innermost own frame
+
+    def add(self, thread: dict[str, Any]) -> None:
+        frames = [f for f in thread.get("frames") or [] if isinstance(f, dict)]
+        top = frames[0] if frames else {}
+        text = source_line(str(top.get("filename") or ""), int(top.get("line") or 0))
+        active = thread.get("active")
+        activity = _activities.classify(frames, text, active if isinstance(active, bool) else None)
+        self.samples += 1
+        self.active += bool(active)
+        self.gil += bool(thread.get("owns_gil"))
+        self.activities[activity] = self.activities.get(activity, 0) + 1
+        if activity not in self.first:
+            self.first[activity] = [
+                _frame(f, i == 0, text) for i, f in enumerate(frames[:MAX_FRAMES])
+            ]
+        own = next(
+            (f for f in frames if not _activities.is_library(str(f.get("filename") or ""))), None
+        )
+        if own is not None:
+            where = f"{own.get('filename')}:{own.get('line')} {own.get('name')}"
+            self.own[where] = self.own.get(where, 0) + 1
+
+    def summary(self, cpu_s: float | None, seconds: float) -> dict[str, Any]:
+        main = (
+            max(self.activities, key=lambda a: (self.activities[a], a)) if self.activities else None
+        )
+        own = max(self.own, key=lambda k: (self.own[k], k)) if self.own else None
+        return {
+            "tid": self.tid,
+            "name": self.name,
+            "samples": self.samples,
+            "active_samples": self.active,
+            "gil_samples": self.gil,
+            "activities": dict(sorted(self.activities.items())),
+            "activity": main,
+            "activity_share": round(self.activities[main] / self.samples, 3) if main else None,
+            "own_frame": own,
+            "own_frame_samples": self.own.get(own, 0) if own else 0,
+            "stack": self.first.get(main, []) if main else [],
+            "cpu_s": cpu_s,
+            "cpu_share": round(cpu_s / seconds, 3) if cpu_s is not None and seconds > 0 else None,
+        }
+
+
+def _frame(frame: dict[str, Any], innermost: bool, text: str | None) -> dict[str, Any]:
+    out = {
+        "function": str(frame.get("name") or "?")[:120],
+        "file": str(frame.get("filename") or "?")[:300],
+        "line": frame.get("line"),
+    }
+    if innermost:
+        out["text"] = text
+    return out
+
+
+def _targets(params: dict[str, Any]) -> list[int]:
+    workspace = params.get("workspace")
+    match = params.get("match") or []
+    pids = processes.matching_pids(list(match), workspace)
+    if workspace:
+        working = [
+            p
+            for p in pids
+            if processes.works_in(workspace, processes._link(f"/proc/{p}/cwd"), _cmd(p))
+        ]
+        pids = working or pids
+    return sorted(pids)[:MAX_PROCS]
+
+
+def _cmd(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read(65536).replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    match = params.get("match") or []
+    if not isinstance(match, list) or not all(isinstance(m, str) for m in match):
+        raise ProbeFailure("bad_params", "live: match must be a list of strings")
+    samples = int(params.get("samples", SAMPLES))
+    spacing = float(params.get("spacing", SPACING))
+    if not 1 <= samples <= 50 or not 0 <= spacing <= 5:
+        raise ProbeFailure("bad_params", "live: samples 1..50, spacing 0..5 s")
+    if not os.path.isdir("/proc"):
+        raise ProbeFailure("unavailable", "live: no /proc (not Linux)")
+    py_spy, found_in = find_py_spy(params.get("py_spy"))
+    pids = _targets(params)
+    if not pids:
+        samples = 0  # nothing runs: no window to wait for
+    tick = float(os.sysconf("SC_CLK_TCK"))
+    before_host, before = host_ticks(), {p: thread_ticks(p) for p in pids}
+    start = time.monotonic()
+    threads: dict[int, dict[int, _Thread]] = {p: {} for p in pids}
+    errors: dict[int, str] = {}
+    for n in range(samples):
+        for pid in pids:
+            if py_spy is None or pid in errors:
+                continue
+            dumped, why = dump(py_spy, pid)
+            if dumped is None:
+                errors[pid] = why or "no dump"
+                continue
+            for t in dumped:
+                if not isinstance(t, dict):
+                    continue
+                tid = int(t.get("os_thread_id") or 0)
+                seen = threads[pid].setdefault(tid, _Thread(tid, str(t.get("thread_name") or "")))
+                seen.add(t)
+        if n + 1 < samples:
+            time.sleep(spacing)
+    seconds = time.monotonic() - start
+    after_host = host_ticks()
+    out_procs = []
+    for pid in pids:
+        after = thread_ticks(pid)
+        cpu = {
+            tid: (ticks - before[pid][tid][0]) / tick
+            for tid, (ticks, _name) in after.items()
+            if tid in before[pid]
+        }
+        rows = [t.summary(cpu.get(tid), seconds) for tid, t in threads[pid].items()] or [
+            {"tid": tid, "name": name, "cpu_s": cpu.get(tid), "samples": 0}
+            for tid, (_t, name) in after.items()
+        ]
+        rows.sort(key=lambda r: -(r.get("cpu_s") or 0))
+        for row in rows:
+            if not row.get("name"):
+                row["name"] = after.get(row["tid"], (0, "?"))[1]
+        out_procs.append(
+            {
+                "pid": pid,
+                "cmdline": _cmd(pid)[:500],
+                "state": _state(pid),
+                "children": _children(pid),
+                "cpu_s": round(sum(cpu.values()), 3),
+                "cpu_share": round(sum(cpu.values()) / seconds, 3) if seconds > 0 else None,
+                "threads": rows[:MAX_THREADS],
+                "threads_total": len(rows),
+                "stacks_error": errors.get(pid),
+            }
+        )
+    return {
+        "seconds": round(seconds, 3),
+        "samples": samples,
+        "py_spy": py_spy,
+        "py_spy_from": found_in or None,
+        "preflight": preflight(),
+        "processes": out_procs,
+        "host": _host(before_host, after_host, set(pids), seconds, tick),
+    }
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            raw = f.read(4096)
+        return raw[raw.rfind(")") + 2 :].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _host(
+    before: dict[int, tuple[int, str]],
+    after: dict[int, tuple[int, str]],
+    trainer: set[int],
+    seconds: float,
+    tick: float,
+) -> dict[str, Any]:
+    """The host's load against its cores, and the other processes that used the most CPU
+    over the window (the trainer's own children are the trainer's)."""
+    mine = {os.getpid(), os.getppid()}
+    kids = {c for p in trainer for c in _children(p)}
+    used = sorted(
+        (
+            ((ticks - before[pid][0]) / tick, pid, name)
+            for pid, (ticks, name) in after.items()
+            if pid in before and pid not in trainer | kids | mine
+        ),
+        reverse=True,
+    )
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = None
+    return {
+        "cpus": os.cpu_count(),
+        "load": load,
+        "others": [
+            {"pid": pid, "name": name, "cpu_s": round(c, 3), "cpu_share": round(c / seconds, 3)}
+            for c, pid, name in used[:TOP_OTHERS]
+            if c > 0 and seconds > 0
+        ],
+        "others_cpu_share": round(sum(c for c, _, _ in used) / seconds, 3) if seconds > 0 else None,
+    }
+
+
+VALUE = dict  # documented above
