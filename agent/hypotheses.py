@@ -31,6 +31,7 @@ Kind = Literal[
     "checkpoint_integrity",
     "crash_stated",
     "own_code_time",
+    "threads_blocked",
 ]
 # The failure families by name (``diagnose --hypothesis``, a proposer's prompt).
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -49,6 +50,7 @@ TITLES: dict[str, str] = {
     "checkpoint_integrity": "checkpoint or log integrity problem",
     "crash_stated": "crash with a stated cause",
     "own_code_time": "time in the trainer's own code (a sleep or a slow loop there)",
+    "threads_blocked": "threads blocked waiting (a deadlock, or a wait nothing ends)",
 }
 
 

@@ -85,6 +85,7 @@ EXPLAINS_DROP = frozenset(
         "ineffective_monkeypatch",
         "crash_stated",
         "own_code_time",
+        "threads_blocked",
     }
 )
 

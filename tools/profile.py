@@ -137,6 +137,9 @@ class TargetProfile(BaseModel):
         None, description="the trainer's launch file on the target, or its launch command"
     )
     process_match: list[str] | None = None
+    py_spy: str | None = Field(
+        None, description="py-spy on the target (the live probe's stacks); unset: its PATH"
+    )
     log_fields: LogFields = Field(default_factory=LogFields)
     signatures: list[ExtraSignature] = Field(default_factory=list)
     metadata_names: list[str] | None = None
@@ -231,6 +234,7 @@ class TargetProfile(BaseModel):
             interpreter_reason="the profile's interpreter (no discovery)",
             launch=self.launch,
             process_match=tuple(self.process_patterns()),
+            py_spy=self.py_spy,
             log_fields=self.log_fields.as_params(),
             throughput_unit=self.log_fields.throughput_unit,
             extra_signatures=tuple(
@@ -389,6 +393,9 @@ workspace = "/workspace"
 # launch = "/workspace/launch.sh"
 # launch = "cd /workspace && python train_dflash.py --resume"
 # process_match = ["train_dflash.py"]
+# py-spy on the target, for the live probe's stacks of the running trainer (unset: the
+# target's PATH, or beside its Python). Nothing is copied to the target.
+# py_spy = "/opt/tools/bin/py-spy"
 
 # Checkpoint metadata file names, first found wins.
 # metadata_names = ["metadata.json"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.rules.base import Evidence, Rule
+from agent.rules.blocked import ThreadsBlocked
 from agent.rules.checkpoint_integrity import CheckpointIntegrity
 from agent.rules.compile_cache import CompileCacheCold
 from agent.rules.crash import CrashStated
@@ -29,4 +30,5 @@ def default_rules() -> list[Rule]:
         CheckpointIntegrity(),
         CrashStated(),
         OwnCodeTime(),
+        ThreadsBlocked(),
     ]

@@ -45,6 +45,43 @@ def _pick(threads: list[Any]) -> int | None:
     ]
 
 
+def remedy(preflight: dict[str, Any], uid: object) -> str:
+    """What would let py-spy attach: the trainer's own user (or root) where the probe ran
+    as another without CAP_SYS_PTRACE, else what this kind of host withholds."""
+    euid = preflight.get("euid")
+    if isinstance(euid, int) and euid != 0 and euid != uid and not preflight.get("cap_sys_ptrace"):
+        return f"probe as the trainer's user (uid {uid}) or as root (the probe ran as uid {euid})"
+    return str(preflight.get("remedy_if_denied") or "")
+
+
+def unread_stacks(live: Fact, i: int, proc: dict[str, Any]) -> Hypothesis:
+    """A live trainer whose stacks could not be read: unverifiable, with what would read
+    them (py-spy on the target, or the permission this kind of host withholds)."""
+    value = _dict(live.value)
+    pid = proc.get("pid")
+    if value.get("py_spy") is None:
+        expect = (
+            f"py-spy is not on the target (its PATH, beside its Python) to read pid {pid}'s"
+            " stacks: pip install py-spy there, or name it in the profile (py_spy)"
+        )
+    else:
+        expect = (
+            f"py-spy could not read pid {pid}'s stacks ({proc.get('stacks_error')}):"
+            f" {remedy(_dict(value.get('preflight')), proc.get('uid'))}"
+        )
+    label = f"what the threads of pid {pid} did"
+    return Hypothesis(
+        kind="own_code_time",
+        claims=(
+            Claim(
+                predicate=Exists(a=ref(live, "processes", i, "threads", 0, "activity", label=label))
+            ),
+        ),
+        predictions=(Prediction(expect=expect, probe="live"),),
+        probes=("live",),
+    )
+
+
 class OwnCodeTime:
     kind: Kind = "own_code_time"
     needs = frozenset({"live"})
@@ -59,6 +96,8 @@ class OwnCodeTime:
             j = _pick(threads)
             if j is not None:
                 out.append(self._one(live, i, _dict(proc), j, _dict(threads[j])))
+            elif threads:
+                out.append(unread_stacks(live, i, _dict(proc)))
         return out
 
     def _one(

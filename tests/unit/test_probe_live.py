@@ -4,6 +4,9 @@ over the window; the host's other busy processes; the permission preflight."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,9 +17,14 @@ from typing import Any
 
 import pytest
 
+from agent.facts import Fact, Ledger
+from agent.hypotheses import verify
+from agent.rules.base import Evidence
+from agent.rules.own_code import OwnCodeTime
 from tests.lib.need import need
 from tools.probes import live
 from tools.probes._common import Context
+from tools.sweep import SweepSpec, build_plan, render
 
 # Three threads doing three things, each in the script's own code: one sleeps in a
 # function of its own, two wait on each other's lock (a deadlock), one spins a loop.
@@ -147,3 +155,46 @@ def test_no_trainer_running_is_an_empty_list_at_once(tmp_path: Path) -> None:
     out = live.collect({"match": ["no-such-trainer-x"], "workspace": str(tmp_path)}, Context())
     assert out["processes"] == [] and out["samples"] == 0
     assert time.monotonic() - started < 5
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+def test_a_probe_that_may_not_attach_says_why_and_what_would_let_it(
+    trainer: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """The live bundle run as another user (nobody, no CAP_SYS_PTRACE) against root's
+    trainer: py-spy's own refusal is the fact, the CPU is still read, and the family is
+    unverifiable with the one-line remedy for this case: probe as the trainer's user."""
+    need(os.geteuid() == 0 and shutil.which("setpriv") is not None, "setpriv", "needs root")
+    need(SYSTEM_PYTHON.exists(), "/usr/bin/python3", "the probe runs on the target's Python")
+    spec = SweepSpec(
+        interpreter=str(SYSTEM_PYTHON), workspace=str(tmp_path / "ws"), py_spy=py_spy()
+    )
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    run = subprocess.run(
+        [*nobody, str(SYSTEM_PYTHON), "-B", "-"],
+        input=render(build_plan(spec, only=["live"])),
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    doc = json.loads(run.stdout.split(b"@@dflash-doctor-bundle@@", 1)[1])
+    (result,) = doc["results"]
+    value = result["value"]
+    assert value["preflight"]["euid"] == 65534 and value["preflight"]["cap_sys_ptrace"] is False
+    (proc,) = [p for p in value["processes"] if p["pid"] == trainer.pid]
+    assert proc["stacks_error"].startswith("Permission Denied"), proc["stacks_error"]
+    assert proc["uid"] == 0 and all(t["samples"] == 0 for t in proc["threads"])
+    ledger = Ledger()
+    fact = ledger.append(Fact(probe="live", target="local", value=value))
+    (found,) = [
+        h
+        for h in OwnCodeTime().propose(Evidence(ledger, [fact.id]))
+        if f"pid {trainer.pid}'s" in h.predictions[0].expect
+    ]
+    checked = verify(found, ledger)
+    assert checked.status == "unverifiable", checked
+    assert found.predictions[0].expect.endswith(
+        "probe as the trainer's user (uid 0) or as root (the probe ran as uid 65534)"
+    )

@@ -362,6 +362,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 "pid": pid,
                 "cmdline": _cmd(pid)[:500],
                 "state": _state(pid),
+                "uid": _uid(pid),
                 "children": _children(pid),
                 "cpu_s": round(sum(cpu.values()), 3),
                 "cpu_share": round(sum(cpu.values()) / seconds, 3) if seconds > 0 else None,
@@ -379,6 +380,17 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "processes": out_procs,
         "host": _host(before_host, after_host, set(pids), seconds, tick),
     }
+
+
+def _uid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _state(pid: int) -> str | None:

@@ -1,0 +1,134 @@
+"""Threads blocked: two or more threads of the live trainer wait (on a lock, a condition,
+a join, a queue) in every sampled stack, while the process uses almost no CPU and its
+logs have not grown for ``STALL_FLOOR`` seconds: a deadlock (each holds what the other
+waits for) or a wait that nothing will end. The threads and the lines they wait at are
+cited, as the target's source files have them.
+
+The evidence is the live fact (``tools.probes.live``): each thread's activity over its
+samples (``tools.probes._activities``: ``waiting`` is a line that acquires, waits, joins
+or gets, or a ``with`` block entered while py-spy sees the thread idle), its share, its
+innermost line; the process's CPU share; and the logs' pulse (``file.age_s``). A process
+with one thread is not tested (nothing to deadlock with); one whose threads do not all
+wait is a refuted hypothesis, so the report says what was looked at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.claims import AtLeast, AtMost, Claim, Equal, Exists
+from agent.facts import Fact
+from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.progress import STALL_FLOOR
+from agent.rules.base import Evidence, ref
+
+IDLE_CPU = 0.1  # of one core: a process whose threads all wait does nothing else
+MAX_CITED = 4  # threads cited
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class ThreadsBlocked:
+    kind: Kind = "threads_blocked"
+    needs = frozenset({"live", "trainlog", "stdoutlog"})
+
+    def propose(self, evidence: Evidence) -> list[Hypothesis]:
+        live = evidence.latest("live")
+        if live is None or not live.ok:
+            return []
+        pulse = next(
+            (
+                fact
+                for fact in (evidence.latest("trainlog"), evidence.latest("stdoutlog"))
+                if fact is not None
+                and fact.ok
+                and _dict(_dict(fact.value).get("file")).get("age_s") is not None
+            ),
+            None,
+        )
+        out = []
+        for i, proc in enumerate(_dict(live.value).get("processes") or []):
+            threads = [(j, _dict(t)) for j, t in enumerate(_dict(proc).get("threads") or [])]
+            sampled = [(j, t) for j, t in threads if t.get("samples")]
+            if len(sampled) >= 2:
+                out.append(self._one(live, pulse, i, _dict(proc), sampled))
+        return out
+
+    def _one(
+        self,
+        live: Fact,
+        pulse: Fact | None,
+        i: int,
+        proc: dict[str, Any],
+        sampled: list[tuple[int, dict[str, Any]]],
+    ) -> Hypothesis:
+        # The waiting threads first (all samples waiting), then the others: two at least.
+        ranked = sorted(
+            sampled,
+            key=lambda jt: (
+                jt[1].get("activity") != "waiting",
+                -(jt[1].get("activity_share") or 0),
+            ),
+        )
+        cited = [jt for jt in ranked if jt[1].get("activity") == "waiting"][:MAX_CITED]
+        cited = cited if len(cited) >= 2 else ranked[:2]
+        claims: list[Claim] = []
+        for j, thread in cited:
+            at = ("processes", i, "threads", j)
+            who = (
+                f"thread {thread.get('name')!r} (tid {thread.get('tid')}) of pid {proc.get('pid')}"
+            )
+            claims.append(
+                Claim(
+                    predicate=Equal(
+                        a=ref(live, *at, "activity", label=f"what {who} did"), value="waiting"
+                    )
+                )
+            )
+            claims.append(
+                Claim(
+                    predicate=AtLeast(
+                        a=ref(
+                            live, *at, "activity_share", label=f"share of {who}'s samples waiting"
+                        ),
+                        value=1.0,
+                    )
+                )
+            )
+            if _dict((thread.get("stack") or [{}])[0]).get("text"):
+                label = f"the line {who} waits at"
+                claims.append(
+                    Claim(predicate=Exists(a=ref(live, *at, "stack", 0, "text", label=label)))
+                )
+        label = f"cores pid {proc.get('pid')} used while its threads waited"
+        claims.append(
+            Claim(
+                predicate=AtMost(
+                    a=ref(live, "processes", i, "cpu_share", label=label), value=IDLE_CPU
+                )
+            )
+        )
+        if pulse is not None:
+            label = (
+                f"seconds since the {'train log' if pulse.probe == 'trainlog' else 'console'} grew"
+            )
+            claims.append(
+                Claim(
+                    predicate=AtLeast(a=ref(pulse, "file", "age_s", label=label), value=STALL_FLOOR)
+                )
+            )
+        return Hypothesis(
+            kind="threads_blocked",
+            claims=tuple(claims),
+            predictions=(
+                Prediction(
+                    expect="each thread waits on what another holds: their stacks again in a "
+                    "minute show the same lines",
+                    probe="live",
+                ),
+            ),
+            probes=("live",),
+            weight=3,
+        )
