@@ -3,8 +3,10 @@
 process's children, the host's load and the other processes that used its cores, and
 whether the stacks could be read at all (the permission preflight).
 
-Which processes: those that work in the workspace (``processes.works_in``), else those
-whose command line holds one of ``match``; at most ``MAX_PROCS``, the oldest first.
+Which processes: given a workspace, those that work there (``processes.works_in``) and
+those whose command line holds one of ``match`` while their working directory cannot be
+read (another user's); without one, those that match; at most ``MAX_PROCS``, the oldest
+first.
 
 Each thread's samples are classified (``_activities``); the fact keeps, per thread, how
 many samples fell in each activity, its CPU share, and a representative stack (the first
@@ -275,17 +277,19 @@ def _frame(frame: dict[str, Any], innermost: bool, text: str | None) -> dict[str
 
 
 def _targets(params: dict[str, Any]) -> list[int]:
+    """The trainer's processes: given a workspace, those that work there, and those whose
+    command line matches while their working directory cannot be read (another user's);
+    never a process that works elsewhere."""
     workspace = params.get("workspace")
-    match = params.get("match") or []
-    pids = processes.matching_pids(list(match), workspace)
+    pids = processes.matching_pids(list(params.get("match") or []), workspace)
     if workspace:
-        working = [
-            p
-            for p in pids
-            if processes.works_in(workspace, processes._link(f"/proc/{p}/cwd"), _cmd(p))
-        ]
-        pids = working or pids
+        pids = [p for p in pids if _works_there(workspace, p)]
     return sorted(pids)[:MAX_PROCS]
+
+
+def _works_there(workspace: str, pid: int) -> bool:
+    cwd = processes._link(f"/proc/{pid}/cwd")
+    return cwd is None or processes.works_in(workspace, cwd, _cmd(pid))
 
 
 def _cmd(pid: int) -> str:
