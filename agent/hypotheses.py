@@ -32,6 +32,7 @@ Kind = Literal[
     "crash_stated",
     "own_code_time",
     "threads_blocked",
+    "input_bound",
 ]
 # The failure families by name (``diagnose --hypothesis``, a proposer's prompt).
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -51,6 +52,7 @@ TITLES: dict[str, str] = {
     "crash_stated": "crash with a stated cause",
     "own_code_time": "time in the trainer's own code (a sleep or a slow loop there)",
     "threads_blocked": "threads blocked waiting (a deadlock, or a wait nothing ends)",
+    "input_bound": "input-bound (the training thread waits on data loading)",
 }
 
 

@@ -86,6 +86,7 @@ EXPLAINS_DROP = frozenset(
         "crash_stated",
         "own_code_time",
         "threads_blocked",
+        "input_bound",
     }
 )
 

@@ -10,6 +10,7 @@ from agent.rules.crash import CrashStated
 from agent.rules.eager_fallback import SilentEagerFallback
 from agent.rules.environment_drift import EnvironmentDrift
 from agent.rules.fx_trace_race import FxTraceRace
+from agent.rules.input_bound import InputBound
 from agent.rules.monkeypatch import IneffectiveMonkeypatch
 from agent.rules.own_code import OwnCodeTime
 from agent.rules.script_changed import ScriptChanged
@@ -31,4 +32,5 @@ def default_rules() -> list[Rule]:
         CrashStated(),
         OwnCodeTime(),
         ThreadsBlocked(),
+        InputBound(),
     ]

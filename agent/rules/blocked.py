@@ -21,13 +21,10 @@ from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.progress import STALL_FLOOR
 from agent.rules.base import Evidence, ref
+from agent.rules.live_threads import as_dict, processes, who
 
 IDLE_CPU = 0.1  # of one core: a process whose threads all wait does nothing else
 MAX_CITED = 4  # threads cited
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 class ThreadsBlocked:
@@ -44,16 +41,16 @@ class ThreadsBlocked:
                 for fact in (evidence.latest("trainlog"), evidence.latest("stdoutlog"))
                 if fact is not None
                 and fact.ok
-                and _dict(_dict(fact.value).get("file")).get("age_s") is not None
+                and as_dict(as_dict(fact.value).get("file")).get("age_s") is not None
             ),
             None,
         )
         out = []
-        for i, proc in enumerate(_dict(live.value).get("processes") or []):
-            threads = [(j, _dict(t)) for j, t in enumerate(_dict(proc).get("threads") or [])]
+        for i, proc in enumerate(processes(live)):
+            threads = [(j, as_dict(t)) for j, t in enumerate(proc.get("threads") or [])]
             sampled = [(j, t) for j, t in threads if t.get("samples")]
             if len(sampled) >= 2:
-                out.append(self._one(live, pulse, i, _dict(proc), sampled))
+                out.append(self._one(live, pulse, i, proc, sampled))
         return out
 
     def _one(
@@ -77,13 +74,11 @@ class ThreadsBlocked:
         claims: list[Claim] = []
         for j, thread in cited:
             at = ("processes", i, "threads", j)
-            who = (
-                f"thread {thread.get('name')!r} (tid {thread.get('tid')}) of pid {proc.get('pid')}"
-            )
+            name = who(thread, proc)
             claims.append(
                 Claim(
                     predicate=Equal(
-                        a=ref(live, *at, "activity", label=f"what {who} did"), value="waiting"
+                        a=ref(live, *at, "activity", label=f"what {name} did"), value="waiting"
                     )
                 )
             )
@@ -91,14 +86,14 @@ class ThreadsBlocked:
                 Claim(
                     predicate=AtLeast(
                         a=ref(
-                            live, *at, "activity_share", label=f"share of {who}'s samples waiting"
+                            live, *at, "activity_share", label=f"share of {name}'s samples waiting"
                         ),
                         value=1.0,
                     )
                 )
             )
-            if _dict((thread.get("stack") or [{}])[0]).get("text"):
-                label = f"the line {who} waits at"
+            if as_dict((thread.get("stack") or [{}])[0]).get("text"):
+                label = f"the line {name} waits at"
                 claims.append(
                     Claim(predicate=Exists(a=ref(live, *at, "stack", 0, "text", label=label)))
                 )

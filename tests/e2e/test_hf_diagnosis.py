@@ -380,6 +380,23 @@ def test_a_sleep_left_in_a_callback_is_found_in_the_live_trainers_stacks(
     assert report["verdict"] == "fault found"
 
 
+def test_a_slow_dataset_is_found_in_the_live_trainers_stacks(
+    hf_default_run: HfRun, tmp_path: Path
+) -> None:
+    """A running Trainer whose dataset takes 0.05 s an item (eight a step): the main
+    thread's stacks are inside torch's data loader, at the dataset's own
+    ``__getitem__`` and its sleep: input-bound, and not blamed on the trainer's own code
+    as a sleep of its own (the loader's frame is the context)."""
+    with live_run(hf_default_run, tmp_path, "--slow-data", "0.05") as pid:
+        report = diagnose(tmp_path / "live", tmp_path)
+    bound = hypothesis(report, "input_bound")
+    assert bound["status"] == "verified", bound
+    said_ = " ".join(c["text"] for c in bound["claims"])
+    assert f"of pid {pid}" in said_ and "'data_loading'" in said_, said_
+    assert "TokenIds.__getitem__" in said_ and "time.sleep(self.seconds)" in said_, said_
+    assert hypothesis(report, "own_code_time")["status"] == "refuted"
+
+
 def test_a_trainer_running_library_code_is_not_blamed_on_its_own_code(
     hf_default_run: HfRun, tmp_path: Path
 ) -> None:

@@ -42,14 +42,20 @@ from transformers import (
 
 
 class TokenIds(torch.utils.data.Dataset[dict[str, torch.Tensor]]):
-    def __init__(self, path: Path) -> None:
+    """The token ids; ``seconds``: each item takes that long to load (a slow disk, a
+    tokenizer run per item)."""
+
+    def __init__(self, path: Path, seconds: float = 0.0) -> None:
         rows = [json.loads(line)["input_ids"] for line in path.read_text().splitlines() if line]
         self.ids = torch.tensor(rows)
+        self.seconds = seconds
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if self.seconds:
+            time.sleep(self.seconds)
         return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
@@ -130,6 +136,8 @@ def main() -> None:
     # Every step this much longer, as a larger model's would take (a tiny model's 8 ms
     # steps save a checkpoint every few milliseconds; a real run's are seconds apart).
     parser.add_argument("--step-seconds", type=float, default=0.0)
+    # Every item of the dataset this long to load: the loader, not the model, sets the pace.
+    parser.add_argument("--slow-data", type=float, default=0.0)
     parser.add_argument("--nan-after", type=int)
     parser.add_argument("--hang-after", type=int)
     parser.add_argument("--no-nan-filter", action="store_true")
@@ -170,7 +178,7 @@ def main() -> None:
     trainer = Trainer(
         model=model,
         args=training,
-        train_dataset=TokenIds(Path("data/train.jsonl")),
+        train_dataset=TokenIds(Path("data/train.jsonl"), args.slow_data),
         callbacks=callbacks,
     )
     trainer.train(resume_from_checkpoint=True if args.resume else None)

@@ -1,9 +1,10 @@
 """A user's threaded training loop: two worker threads each train a tiny model and log
 ``logs/metrics.jsonl`` (``step``, ``worker``, ``loss``, ``tok_s``, ``time``). They share
 the log and a statistics table, each guarded by its own lock. After ``--deadlock-after``
-steps the two workers take the two locks in opposite orders — ``log_lock`` then
-``stats_lock`` in one, the reverse in the other — and each waits for ever on the lock
-the other holds: the process lives, its log stops, no error is printed.
+steps the two workers meet (a barrier, once a run) and take the two locks in opposite
+orders (``log_lock`` then ``stats_lock`` in one, the reverse in the other), and each
+waits for ever on the lock the other holds: the process lives, its log stops, no error
+is printed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import torch
 log_lock = threading.Lock()
 stats_lock = threading.Lock()
 stats: dict[str, float] = {}
+# Where the two workers meet once a run (an epoch's end, say): from there each takes its
+# first lock at the same time, so each holds what the other will ask for.
+epoch_end = threading.Barrier(2)
 
 
 def write_record(record: dict[str, float | int | str]) -> None:
@@ -29,7 +33,7 @@ def write_record(record: dict[str, float | int | str]) -> None:
 def log_then_stats(worker: int, loss: float) -> None:
     """Worker 0's order: the log's lock, then the statistics'."""
     with log_lock:
-        time.sleep(0.05)
+        time.sleep(0.2)
         with stats_lock:
             stats[f"w{worker}"] = loss
 
@@ -37,7 +41,7 @@ def log_then_stats(worker: int, loss: float) -> None:
 def stats_then_log(worker: int, loss: float) -> None:
     """Worker 1's order: the statistics' lock, then the log's."""
     with stats_lock:
-        time.sleep(0.05)
+        time.sleep(0.2)
         with log_lock:
             stats[f"w{worker}"] = loss
 
@@ -58,6 +62,7 @@ def work(worker: int, steps: int, deadlock_after: int) -> None:
         record = {"step": step, "worker": worker, "loss": round(loss.item(), 4)}
         write_record({**record, "tok_s": round(32 * 64 / seconds, 1), "time": time.time()})
         if step == deadlock_after:
+            epoch_end.wait()
             (log_then_stats if worker == 0 else stats_then_log)(worker, loss.item())
 
 
