@@ -35,7 +35,9 @@ PY_SPY = str(Path(sys.executable).with_name("py-spy"))
 PROBE = (
     "import sys; sys.path.insert(0, {root!r}); from tools.probes import live; "
     "from tools.probes._common import Context; "
-    "out = live.collect({{'match': ['live-bench-trainer'], 'py_spy': {spy!r}}}, Context()); "
+    "params = {{'match': ['live-bench-trainer'], 'py_spy': {spy!r}}}\n"
+    "for _ in range({times}):\n"
+    "    out = live.collect(params, Context())\n"
     "print(sum(len(p['threads']) for p in out['processes']))"
 )
 
@@ -61,15 +63,57 @@ while True:
 
 def wall(argv: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, capture_output=True, check=True)
+    # A nonblocking dump that catches the interpreter mid-update fails: timed all the same.
+    subprocess.run(argv, capture_output=True, check=False)
     return time.perf_counter() - started
+
+
+def count(counter: Path) -> int:
+    """The trainer's step count; it rewrites the file, so a read may find it empty."""
+    while True:
+        text = counter.read_text().strip()
+        if text:
+            return int(text)
+        time.sleep(0.001)
 
 
 def rate(counter: Path, seconds: float) -> float:
     """The trainer's steps a second over ``seconds``, from the count it writes."""
-    before, started = int(counter.read_text() or 0), time.perf_counter()
+    before, started = count(counter), time.perf_counter()
     time.sleep(seconds)
-    return (int(counter.read_text() or 0) - before) / (time.perf_counter() - started)
+    return (count(counter) - before) / (time.perf_counter() - started)
+
+
+def measure(
+    runs: int, windows: int, pid: int, counter: Path
+) -> tuple[dict[str, list[float]], list[float], list[float]]:
+    """The contenders' wall seconds, and the trainer's steps a second without and with
+    the probe sampling it."""
+    time.sleep(3)  # the trainer's interpreter and torch started
+    probe = [sys.executable, "-c", PROBE.format(root=str(ROOT), spy=PY_SPY, times=1)]
+    # Sampling back to back for a whole window: the probe over and over in one process.
+    sampling = [sys.executable, "-c", PROBE.format(root=str(ROOT), spy=PY_SPY, times=1000)]
+    contenders = {
+        "live_probe": probe,
+        "py_spy_dump": [PY_SPY, "dump", "--pid", str(pid)],
+        "py_spy_dump_nonblocking": [PY_SPY, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+    }
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(runs):
+        for name, argv in contenders.items():
+            times[name].append(round(wall(argv), 3))
+    quiet: list[float] = []
+    sampled: list[float] = []
+    for w in range(windows):
+        if w % 2:
+            sampler = subprocess.Popen(sampling, stdout=subprocess.DEVNULL)
+            time.sleep(0.5)  # its interpreter started: the window is one of sampling
+            sampled.append(rate(counter, 3.0))
+            sampler.kill()
+            sampler.wait()
+        else:
+            quiet.append(rate(counter, 3.0))
+    return times, quiet, sampled
 
 
 def main() -> None:
@@ -81,33 +125,11 @@ def main() -> None:
     counter.write_text("0")
     # The probe finds it by its command line ("live-bench-trainer").
     trainer = subprocess.Popen([sys.executable, "-c", TRAINER, "live-bench-trainer", str(counter)])
-    time.sleep(3)
-    pid = str(trainer.pid)
-    probe = [sys.executable, "-c", PROBE.format(root=str(ROOT), spy=PY_SPY)]
-    contenders = {
-        "live_probe": probe,
-        "py_spy_dump": [PY_SPY, "dump", "--pid", pid],
-        "py_spy_dump_nonblocking": [PY_SPY, "dump", "--pid", pid, "--json", "--nonblocking"],
-    }
-    times: dict[str, list[float]] = {k: [] for k in contenders}
-    for _ in range(args.runs):
-        for name, argv in contenders.items():
-            times[name].append(round(wall(argv), 3))
-    quiet: list[float] = []
-    sampled: list[float] = []
-    for w in range(args.windows):
-        if w % 2:
-            sampler = subprocess.Popen(
-                ["sh", "-c", " ; ".join([" ".join(map(repr, probe))] * 3)],
-                stdout=subprocess.DEVNULL,
-            )
-            sampled.append(rate(counter, 3.0))
-            sampler.kill()
-            sampler.wait()
-        else:
-            quiet.append(rate(counter, 3.0))
-    trainer.kill()
-    trainer.wait()
+    try:
+        times, quiet, sampled = measure(args.runs, args.windows, trainer.pid, counter)
+    finally:
+        trainer.kill()
+        trainer.wait()
     load = os.getloadavg()[0]
     print(
         f"runs: {args.runs}; windows: {args.windows} of 3 s; load {load:.2f}; {os.cpu_count()} cpus"
@@ -115,8 +137,8 @@ def main() -> None:
     print()
     print("| contender | median wall s |")
     print("|---|---|")
-    for name in contenders:
-        print(f"| {name} | {statistics.median(times[name]):.3f} |")
+    for name, walls in times.items():
+        print(f"| {name} | {statistics.median(walls):.3f} |")
     print()
     q, s = statistics.median(quiet), statistics.median(sampled)
     print(f"trainer steps/s: {q:.1f} unsampled, {s:.1f} sampled back to back ({s / q:.2f}x)")

@@ -326,14 +326,20 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     before_host, before = host_ticks(), {p: thread_ticks(p) for p in pids}
     start = time.monotonic()
     threads: dict[int, dict[int, _Thread]] = {p: {} for p in pids}
-    errors: dict[int, str] = {}
+    errors: dict[int, str] = {}  # the last refusal, per process
+    failed: dict[int, int] = {p: 0 for p in pids}
     for n in range(samples):
         for pid in pids:
-            if py_spy is None or pid in errors:
-                continue
+            if py_spy is None or (pid in errors and not threads[pid]):
+                continue  # never read: no point asking again
             dumped, why = dump(py_spy, pid)
             if dumped is None:
+                # A nonblocking dump can catch the interpreter mid-update and fail; one more
+                # try, then the sample is lost, not the process.
+                dumped, why = dump(py_spy, pid)
+            if dumped is None:
                 errors[pid] = why or "no dump"
+                failed[pid] += 1
                 continue
             for t in dumped:
                 if not isinstance(t, dict):
@@ -372,7 +378,9 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 "cpu_share": round(sum(cpu.values()) / seconds, 3) if seconds > 0 else None,
                 "threads": rows[:MAX_THREADS],
                 "threads_total": len(rows),
-                "stacks_error": errors.get(pid),
+                # Set when no sample could be read; ``failed_samples`` counts the others.
+                "stacks_error": errors.get(pid) if not threads[pid] else None,
+                "failed_samples": failed[pid],
             }
         )
     return {
