@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -168,20 +169,31 @@ def test_a_probe_that_may_not_attach_says_why_and_what_would_let_it(
     unverifiable with the one-line remedy for this case: probe as the trainer's user."""
     need(os.geteuid() == 0 and shutil.which("setpriv") is not None, "setpriv", "needs root")
     need(SYSTEM_PYTHON.exists(), "/usr/bin/python3", "the probe runs on the target's Python")
-    spec = SweepSpec(
-        interpreter=str(SYSTEM_PYTHON), workspace=str(tmp_path / "ws"), py_spy=py_spy()
-    )
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    run = subprocess.run(
-        [*nobody, str(SYSTEM_PYTHON), "-B", "-"],
-        input=render(build_plan(spec, only=["live"])),
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    # nobody must be able to run py-spy: a copy in a directory anyone may enter (the
+    # checkout's may sit below a private one, as a clean clone under mktemp -d does).
+    shared = Path(tempfile.mkdtemp(prefix="live-py-spy-"))
+    try:
+        shared.chmod(0o755)
+        shutil.copy(py_spy(), shared / "py-spy")
+        spec = SweepSpec(
+            interpreter=str(SYSTEM_PYTHON),
+            workspace=str(tmp_path / "ws"),
+            py_spy=str(shared / "py-spy"),
+        )
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        run = subprocess.run(
+            [*nobody, str(SYSTEM_PYTHON), "-B", "-"],
+            input=render(build_plan(spec, only=["live"])),
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+    finally:
+        shutil.rmtree(shared)
     doc = json.loads(run.stdout.split(b"@@dflash-doctor-bundle@@", 1)[1])
     (result,) = doc["results"]
     value = result["value"]
+    assert value["py_spy"] == str(shared / "py-spy"), value["py_spy"]
     assert value["preflight"]["euid"] == 65534 and value["preflight"]["cap_sys_ptrace"] is False
     (proc,) = [p for p in value["processes"] if p["pid"] == trainer.pid]
     assert proc["stacks_error"].startswith("Permission Denied"), proc["stacks_error"]
