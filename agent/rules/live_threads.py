@@ -3,7 +3,7 @@ which thread a family tests, and a live trainer whose stacks could not be read."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.claims import AtLeast, Claim, Equal, Exists, Matches
@@ -97,3 +97,24 @@ def unread_stacks(kind: Kind, live: Fact, i: int, proc: dict[str, Any]) -> Hypot
         predictions=(Prediction(expect=expect, probe="live"),),
         probes=("live",),
     )
+
+
+OneThread = Callable[[Fact, int, dict[str, Any], int, dict[str, Any]], Hypothesis]
+
+
+def per_process(
+    kind: Kind, live: Fact | None, activities: Sequence[str], score: str, one: OneThread
+) -> list[Hypothesis]:
+    """A family's hypotheses: for each live process, ``one`` on the thread ``pick``
+    chooses, or, where no thread was sampled, the stacks that could not be read."""
+    if live is None or not live.ok:
+        return []
+    out = []
+    for i, proc in enumerate(processes(live)):
+        threads = proc.get("threads") or []
+        j = pick(threads, activities, score)
+        if j is not None:
+            out.append(one(live, i, proc, j, as_dict(threads[j])))
+        elif threads:
+            out.append(unread_stacks(kind, live, i, proc))
+    return out

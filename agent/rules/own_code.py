@@ -26,9 +26,7 @@ from agent.rules.live_threads import (
     SHARE,
     doing,
     innermost_line,
-    pick,
-    processes,
-    unread_stacks,
+    per_process,
     who,
 )
 
@@ -42,18 +40,7 @@ class OwnCodeTime:
     needs = frozenset({"live"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
-        live = evidence.latest("live")
-        if live is None or not live.ok:
-            return []
-        out = []
-        for i, proc in enumerate(processes(live)):
-            threads = proc.get("threads") or []
-            j = pick(threads, OWN, "own_frame_samples")
-            if j is not None:
-                out.append(self._one(live, i, proc, j, threads[j]))
-            elif threads:
-                out.append(unread_stacks(self.kind, live, i, proc))
-        return out
+        return per_process(self.kind, evidence.latest("live"), OWN, "own_frame_samples", self._one)
 
     def _one(
         self, live: Fact, i: int, proc: dict[str, Any], j: int, thread: dict[str, Any]

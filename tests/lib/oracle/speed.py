@@ -1,25 +1,5 @@
-"""An independent re-reading of the speed figures a train-log summary cites: nothing
-from ``tools`` or ``agent``; it reads the raw file itself and recomputes each figure from
-the formulas the summary states, so it is their specification as much as a check.
-
-- a record: a JSON object line, a CSV row, a text line's ``{...}`` literal, or a
-  ``log_history`` entry that is a training step; its line: the 1-based line, or the
-  entry's 1-based place in ``log_history``;
-- a point: a record the speed reads: every record for ``stated`` (with its value, if
-  any); for the counter kinds one holding both the count (``stated_average``: rate x
-  runtime; ``derived``: the running total) and the clock;
-- a run segment starts where the step, the clock or the count goes back (a repeated
-  step is not a restart: loggers write several rows for one step);
-- a window's ``stated`` figure is the median of its values; a counter figure the count
-  difference over the clock difference, from the segment's last point before the window
-  (else the first point of the window's last segment) to the window's last point;
-- ``recent``: the last K points of the last segment (K: a quarter of them, within 3..50);
-  ``early``: the median of the windows' figures over windows 2 to 1+n/4.
-
-Figures recomputed from the same text are compared to a relative 1e-9: the arithmetic is
-the same, so a larger difference is a different reading, not rounding. ``derived_values``
-(per-step counts) is not recomputed here.
-"""
+"""The speed figures of one train-log summary re-read from the raw log: the records, run
+segments, windows, ``recent`` and ``early``, as the package's docstring specifies them."""
 
 from __future__ import annotations
 
