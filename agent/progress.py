@@ -116,10 +116,14 @@ class _Quiet(NamedTuple):
         return out
 
     def last_step(self) -> float | None:
-        """The step it stopped after, where the train log is the last log written: a
-        console that went on after it (a Trainer's checkpoint state) knows later steps."""
-        freshest = min(self.logs, key=lambda entry: entry[1])[0]
-        if freshest is not self.trainlog:
+        """The step it stopped after, where the train log was written last (or with the
+        others): a console that went on after it (a Trainer's checkpoint state) knows
+        later steps."""
+        mtime = {
+            id(f): _number(_dict(_dict(f.value).get("file")).get("mtime")) for f, _, _ in self.logs
+        }
+        own = mtime.get(id(self.trainlog))
+        if own is None or any(m is not None and m > own for m in mtime.values()):
             return None
         return _number(_dict(_dict(self.trainlog.value).get("steps")).get("max"))
 
