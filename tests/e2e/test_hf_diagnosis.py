@@ -364,18 +364,28 @@ def live_run(hf_run: HfRun, tmp_path: Path, *flags: str) -> Iterator[int]:
         proc.wait(timeout=30)
 
 
+def live_verified(
+    hf_run: HfRun, tmp_path: Path, kind: str, activity: str, *flags: str
+) -> tuple[dict[str, Any], str]:
+    """The report on a live run of ``hf_run`` with ``flags``, asserting its ``kind``
+    family verified on the live pid doing ``activity``; and that family's claims' text."""
+    with live_run(hf_run, tmp_path, *flags) as pid:
+        report = diagnose(tmp_path / "live", tmp_path)
+    found = hypothesis(report, kind)
+    assert found["status"] == "verified", found
+    said_ = " ".join(c["text"] for c in found["claims"])
+    assert f"of pid {pid}" in said_ and f"'{activity}'" in said_, said_
+    return report, said_
+
+
 def test_a_sleep_left_in_a_callback_is_found_in_the_live_trainers_stacks(
     hf_default_run: HfRun, tmp_path: Path
 ) -> None:
     """A running Trainer whose callback sleeps 0.3 s after every step: its log says only
     that it is slow; its stacks, sampled by py-spy while it runs, show the main thread
     asleep in ``SlowAfter.on_step_end`` at the sleep's line, the process idle."""
-    with live_run(hf_default_run, tmp_path, "--slow-after", "0", "--slow-seconds", "0.3") as pid:
-        report = diagnose(tmp_path / "live", tmp_path)
-    own = hypothesis(report, "own_code_time")
-    assert own["status"] == "verified", own
-    said_ = " ".join(c["text"] for c in own["claims"])
-    assert f"of pid {pid}" in said_ and "'sleeping'" in said_, said_
+    slow = ("--slow-after", "0", "--slow-seconds", "0.3")
+    report, said_ = live_verified(hf_default_run, tmp_path, "own_code_time", "sleeping", *slow)
     assert "SlowAfter.on_step_end" in said_ and "time.sleep(self.seconds)" in said_, said_
     assert report["verdict"] == "fault found"
 
@@ -387,12 +397,8 @@ def test_a_slow_dataset_is_found_in_the_live_trainers_stacks(
     thread's stacks are inside torch's data loader, at the dataset's own
     ``__getitem__`` and its sleep: input-bound, and not blamed on the trainer's own code
     as a sleep of its own (the loader's frame is the context)."""
-    with live_run(hf_default_run, tmp_path, "--slow-data", "0.05") as pid:
-        report = diagnose(tmp_path / "live", tmp_path)
-    bound = hypothesis(report, "input_bound")
-    assert bound["status"] == "verified", bound
-    said_ = " ".join(c["text"] for c in bound["claims"])
-    assert f"of pid {pid}" in said_ and "'data_loading'" in said_, said_
+    slow = ("--slow-data", "0.05")
+    report, said_ = live_verified(hf_default_run, tmp_path, "input_bound", "data_loading", *slow)
     assert "TokenIds.__getitem__" in said_ and "time.sleep(self.seconds)" in said_, said_
     assert hypothesis(report, "own_code_time")["status"] == "refuted"
 

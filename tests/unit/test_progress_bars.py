@@ -3,20 +3,31 @@ writes, and held equal to the independent oracle (tests/lib/oracle_bars.py)."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.lib import oracle_bars
+from tests.lib.need import need
 from tools.parsers import stdoutlog
 
-tqdm = pytest.importorskip("tqdm", reason="tqdm comes with transformers").tqdm
+
+def _tqdm() -> Any:
+    """The real tqdm (it comes with transformers, the foreign extra `make` installs)."""
+    try:
+        return importlib.import_module("tqdm").tqdm
+    except ImportError:
+        need(False, "tqdm", "install the foreign extra: pip install -e '.[foreign]'")
+        raise
+
+
+tqdm = _tqdm()
 
 
 def scan(path: Path) -> dict[str, Any]:

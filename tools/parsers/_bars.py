@@ -137,11 +137,16 @@ class _Family:
         self.updates += 1
         if self.last is not None and (n < self.last[0] or elapsed < self.last[1]):
             self.pending_start = True  # the count or the clock went back: a new bar
-        again = self.last == (n, elapsed) and bool(self.rates) and rate is not None
         self.last = (n, elapsed)
         if rate is None or rate[0] <= 0:
             return  # tqdm prints "?" until a bar's second update
-        if again and not self.pending_start and self.rates[-1] == rate[0]:
+        # The last update with a rate, repeated (count, clock, rate), is tqdm redrawing it.
+        again = bool(self.n) and (self.n[-1], self.elapsed[-1], self.rates[-1]) == (
+            n,
+            elapsed,
+            rate[0],
+        )
+        if again and not self.pending_start:
             return  # redrawn unchanged after a message (tqdm.write): one update, not two
         if len(self.n) >= MAX_UPDATES:
             self.truncated = True
