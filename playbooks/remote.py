@@ -50,6 +50,18 @@ def read_regular(path, offset=0, limit=CAP):
             raise Refused("%s is %d bytes, over the %d the doctor reads" % (path, size, CAP))
         fh.seek(offset)
         return fh.read(limit), size
+def open_dir(name, dir_fd, create):
+    try:
+        return os.open(name, DIR, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    try:
+        os.mkdir(name, 0o755, dir_fd=dir_fd)
+        os.fsync(dir_fd)
+    except FileExistsError:
+        pass  # a concurrent apply made it between our open and our mkdir: use theirs
+    return os.open(name, DIR, dir_fd=dir_fd)
 def under(path, follow_last=False, create=False, depth=0, allow_dir=False):
     # (directory fd, name): where PATH is, reached from the workspace ROOT one component
     # at a time with no symlink followed below it (the workspace itself may be a link the
@@ -71,13 +83,7 @@ def under(path, follow_last=False, create=False, depth=0, allow_dir=False):
     try:
         for i, part in enumerate(parts[:-1]):
             try:
-                nxt = os.open(part, DIR, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o755, dir_fd=fd)
-                os.fsync(fd)
-                nxt = os.open(part, DIR, dir_fd=fd)
+                nxt = open_dir(part, fd, create)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     where = os.path.join(real_root, *parts[: i + 1])

@@ -182,3 +182,42 @@ def test_over_ssh_the_same_refusals_hold(sshd_server: SSHServer, ws: Path, victi
         transport.close()
     assert victim.read_text() == "precious\n"
     assert (ws / "launch.sh").read_text().endswith("--ssh\n")
+
+
+_LOSES_THE_RACE = """
+import os
+_open = os.open
+_lost = []
+def _open_after_a_rival(path, flags, *args, **kwargs):
+    # The rival apply makes the directory between this one's open and its mkdir.
+    if path == ".dflash-doctor" and not _lost:
+        _lost.append(path)
+        try:
+            return _open(path, flags, *args, **kwargs)
+        except FileNotFoundError:
+            os.mkdir(path, 0o755, dir_fd=kwargs.get("dir_fd"))
+            raise
+    return _open(path, flags, *args, **kwargs)
+os.open = _open_after_a_rival
+"""
+
+
+def test_an_apply_that_loses_the_race_to_make_the_state_directory_uses_it(
+    tmp_path: Path,
+) -> None:
+    """Two applies find ``.dflash-doctor`` missing and both make it; the one whose mkdir
+    comes second uses the other's instead of failing with FileExistsError (the clean-clone
+    CI run found this in the concurrent-approval test). The rival is a ``sitecustomize``
+    in the target interpreter that makes the directory right after the first open."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_LOSES_THE_RACE)
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ops = Remote(LocalTransport(), interpreter=str(wrapper)).confined(str(ws))
+    locked, _, _ = ops.try_lock(str(ws / ".dflash-doctor" / "apply.lock"), "me")
+    assert locked
+    assert (ws / ".dflash-doctor" / "apply.lock").exists()
