@@ -85,6 +85,11 @@ class Hypothesis(BaseModel):
     # claims kept apart from ``verdicts``, since evidence older than the drop makes the
     # family no explanation of it, not false.
     timing: tuple[ClaimVerdict, ...] = ()
+    # False for a cause of slowness that is a fault only where the run shows a slowdown
+    # or a stall (a busy loop in the trainer's own code, a neighbour using the cores):
+    # verified on a run that shows neither, it says what the run does, not what is wrong
+    # (``agent.symptoms.is_fault``).
+    fault_alone: bool = True
 
     @property
     def title(self) -> str:

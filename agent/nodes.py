@@ -193,12 +193,13 @@ def verify_all(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any
         {doctor.ledger.get(i).probe for i in state.facts if not doctor.ledger.get(i).ok}
     )
     verified = [h.kind for h in checked if h.status == "verified"]
+    faults = [h for h in checked if layer.is_fault(h, state.symptoms)]
     # Evidence dated before the drop began was there while the run was fast: no cause.
     explained = layer.explain(
         state.symptoms,
         [h.kind for h in checked if h.status == "verified" and h.timing_fit() != "does_not_fit"],
     )
-    if verified:
+    if faults:
         verdict = "fault_found"
     elif layer.broken(explained) or (
         layer.unexplained(explained)

@@ -46,7 +46,7 @@ from agent.claims import (
     window_series,
 )
 from agent.facts import Fact, Ledger
-from agent.hypotheses import status_of
+from agent.hypotheses import Hypothesis, status_of
 from agent.throughput import subject
 
 SymptomKind = Literal[
@@ -831,6 +831,25 @@ def observed_healthy(symptoms: Sequence[Symptom]) -> bool:
 # Symptoms that are faults whatever the speed: a loss gone NaN or infinite or diverged,
 # a trainer alive whose logs stopped.
 BROKEN = ("loss_nonfinite", "loss_diverged", "stalled")
+
+
+# Symptoms of a slower or stuck run: what a family that is no fault alone needs.
+SLOWED = ("throughput_drop", "throughput_possible_drop", "stalled")
+
+
+def slowed(symptoms: Sequence[Symptom]) -> bool:
+    """The run shows a verified drop (confirmed or possible) of the judged throughput,
+    or a stall."""
+    return any(
+        s.status == "verified" and s.kind in SLOWED and (s.subject or s.kind == "stalled")
+        for s in symptoms
+    )
+
+
+def is_fault(hypothesis: Hypothesis, symptoms: Sequence[Symptom]) -> bool:
+    """A verified hypothesis that says something is wrong: one that is a fault alone, or
+    a cause of slowness on a run that shows a slowdown or a stall."""
+    return hypothesis.status == "verified" and (hypothesis.fault_alone or slowed(symptoms))
 
 
 def broken(symptoms: Sequence[Symptom]) -> list[Symptom]:

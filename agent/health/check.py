@@ -52,7 +52,7 @@ from agent.runner import record_outcome, run_session
 from agent.session import Session, ssh_dict
 from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
-from agent.symptoms import Symptom, broken, observed_healthy
+from agent.symptoms import Symptom, broken, is_fault, observed_healthy
 from agent.throughput import primary_entry, subject
 from tools.errors import DoctorError, TransportError
 from tools.log import get_logger
@@ -663,14 +663,14 @@ def _family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
         found = [h for h in state.hypotheses if h.kind == rule.kind]
         statuses = {h.status for h in found}
         title = TITLES[rule.kind]
-        if "verified" in statuses:
-            verified = [h for h in found if h.status == "verified"]
+        faults = [h for h in found if is_fault(h, state.symptoms)]
+        if faults:
             check = Check(
                 name=rule.kind,
                 title=title,
                 status="failed",
                 message="verified: every claim holds on its cited facts",
-                lines=_lines(verified),
+                lines=_lines(faults),
             )
         elif statuses & {"unverifiable", "untested"}:
             check = Check(
@@ -679,6 +679,15 @@ def _family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
                 status="error",
                 message="unverifiable: a claim cites a failed observation or a missing value",
                 lines=_lines(found),
+            )
+        elif "verified" in statuses:
+            check = Check(
+                name=rule.kind,
+                title=title,
+                status="passed",
+                message="verified, and no fault on its own: it would explain a slowdown "
+                "or a stall, and the run shows neither",
+                lines=_lines([h for h in found if h.status == "verified"]),
             )
         elif found:
             check = Check(

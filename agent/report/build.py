@@ -310,6 +310,14 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
             for head, kinds in drops.items()
             if hyp.status == "verified" and hyp.kind in kinds
         ]
+        if hyp.status == "verified" and not symptoms_layer.is_fault(hyp, state.symptoms):
+            lines.append(
+                Line(
+                    text="no fault on its own: it would explain a slowdown or a stall, and "
+                    "the run shows neither (what the run does, not what is wrong)",
+                    cites=[],
+                )
+            )
         if hyp.status == "verified" and hyp.timing_fit() == "does_not_fit":
             lines.append(
                 Line(

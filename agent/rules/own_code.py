@@ -1,13 +1,16 @@
 """Time in the trainer's own code: a thread of the live trainer spends most of its
 sampled stacks in one frame of the trainer's own code, either sleeping there (a debugging
-sleep left in a callback, a poll loop) while the whole process barely uses a core, or
-computing there (a slow Python loop) while the thread keeps a core busy. What one stack
-dump shows in seconds, and no log says.
+sleep left in a callback, a poll loop) while the whole process, torch loaded in it,
+barely uses a core, or computing there (a slow Python loop) while py-spy sees the thread
+active. What one stack dump shows in seconds, and no log says. Sleeping is a fault on its
+own; computing is one only on a run that got slower or stalled (a hand-written loop's
+own lines are where it calls torch: ``Hypothesis.fault_alone``).
 
 The evidence is the live fact (``tools.probes.live``): per thread, the activity most of
 its samples fell in (``tools.probes._activities``) and that share, its innermost frame
 outside the standard library and installed packages (``file:line function``) with how
-many samples showed it, and the thread's and the process's CPU share over the window.
+many samples showed it, how many py-spy saw it active in, the process's CPU share over
+the window and whether torch is mapped into it.
 The thread tested is the one whose own frame the most samples showed (else the busiest):
 a trainer that runs library code is a refuted hypothesis, not none, so the report says
 what was looked at.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agent.claims import AtLeast, AtMost, Claim, Exists
+from agent.claims import AtLeast, AtMost, Claim, Equal, Exists
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
@@ -31,7 +34,6 @@ from agent.rules.live_threads import (
 )
 
 IDLE_CPU = 0.5  # a process that sleeps uses less than half a core
-BUSY_CPU = 0.5  # a thread computing in its own code keeps at least half a core busy
 OWN = ("sleeping", "own_code")
 
 
@@ -63,12 +65,29 @@ class OwnCodeTime:
             ),
             *innermost_line(live, at, name, thread),
         ]
-        if thread.get("activity") == "own_code":
-            label = f"cores {name} kept busy"
+        busy = thread.get("activity") == "own_code"
+        if busy:
+            # py-spy's "active" (running or runnable), not its CPU share: a loop on a host
+            # whose cores are shared is as busy, it only gets less of them.
+            label = f"samples py-spy saw {name} active in"
             claims.append(
-                Claim(predicate=AtLeast(a=ref(live, *at, "cpu_share", label=label), value=BUSY_CPU))
+                Claim(
+                    predicate=AtLeast(
+                        a=ref(live, *at, "active_samples", label=label),
+                        value=max(1, math.ceil(SHARE * samples)),
+                    )
+                )
             )
         else:
+            # A trainer asleep, not a launcher that polls the trainer it started.
+            label = f"torch's libraries mapped into pid {proc.get('pid')}"
+            claims.append(
+                Claim(
+                    predicate=Equal(
+                        a=ref(live, "processes", i, "torch_loaded", label=label), value=True
+                    )
+                )
+            )
             label = f"cores pid {proc.get('pid')} used while it slept there"
             claims.append(
                 Claim(
@@ -89,4 +108,8 @@ class OwnCodeTime:
             ),
             probes=("live",),
             weight=2,
+            # A loop busy in the trainer's own code may be the training itself (a
+            # hand-written loop calls torch from its own lines): a fault only on a run
+            # that got slower. A trainer asleep most of the time is one on its own.
+            fault_alone=not busy,
         )

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from agent.facts import Fact, Ledger
-from agent.hypotheses import verify
+from agent.hypotheses import Hypothesis, verify
 from agent.rules.base import Evidence
 from agent.rules.own_code import OwnCodeTime
+from agent.symptoms import Symptom, is_fault
 from tests.lib.need import need
 from tools.probes import live
 from tools.probes._common import Context
@@ -210,3 +211,79 @@ def test_a_probe_that_may_not_attach_says_why_and_what_would_let_it(
     assert found.predictions[0].expect.endswith(
         "probe as the trainer's user (uid 0) or as root (the probe ran as uid 65534)"
     )
+
+
+def own_code_on(script: str, tmp_path: Path) -> tuple[Hypothesis, int]:
+    """``script`` running in a workspace of its own, sampled live by the real py-spy, and
+    the own-code family checked on the fact."""
+    ws = tmp_path / "ws"
+    ws.mkdir(parents=True)
+    (ws / "train.py").write_text(textwrap.dedent(script))
+    proc = subprocess.Popen([sys.executable, "train.py"], cwd=ws, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        params = {"match": [], "workspace": str(ws), "py_spy": py_spy()}
+        value = live.collect({**params, "samples": 4, "spacing": 0.2}, Context())
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    ledger = Ledger()
+    fact = ledger.append(Fact(probe="live", target="local", value=value))
+    (found,) = OwnCodeTime().propose(Evidence(ledger, [fact.id]))
+    return verify(found, ledger), proc.pid
+
+
+def stall_symptom(status: str) -> Symptom:
+    return Symptom(kind="stalled", series="the logs", subject=False, claims=(), status=status)
+
+
+# A hand-written loop calls torch from its own lines: its innermost Python frame is its own.
+BUSY_LOOP = """
+    import torch
+    w = torch.randn(256, 256)
+    print("ready", flush=True)
+    while True:
+        x = torch.randn(64, 256) @ w
+"""
+
+
+def test_a_loop_busy_in_its_own_code_is_a_fault_only_on_a_run_that_slowed(
+    tmp_path: Path,
+) -> None:
+    """Verified on the live loop (its thread computes at its own line, a core busy), but
+    a fault only together with a slowdown or a stall: without one it is what the run
+    does (``is_fault``), and the report and health say so rather than "fault found"."""
+    checked, pid = own_code_on(BUSY_LOOP, tmp_path)
+    assert checked.status == "verified", checked.verdicts
+    assert f"of pid {pid}" in " ".join(v.sentence for v in checked.verdicts)
+    assert checked.fault_alone is False
+    assert not is_fault(checked, [])
+    assert not is_fault(checked, [stall_symptom("refuted")])
+    assert is_fault(checked, [stall_symptom("verified")])
+
+
+# A launcher that starts nothing heavy and polls: asleep in its own code, no torch in it.
+POLLER = """
+    import time
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.2)
+"""
+
+
+def test_a_process_asleep_in_its_own_code_is_a_trainer_only_with_torch_loaded(
+    tmp_path: Path,
+) -> None:
+    """A poll loop asleep in its own code is refuted while torch is not in its memory
+    maps (a launcher waiting on the trainer it started); with torch imported, the same
+    sleep is a trainer asleep: verified, and a fault on its own."""
+    bare, _ = own_code_on(POLLER, tmp_path / "bare")
+    said = {v.sentence: v.outcome for v in bare.verdicts}
+    assert bare.status == "refuted", said
+    (failed,) = [s for s, o in said.items() if o == "fails"]
+    assert failed.startswith("torch's libraries"), said
+    trainer, _ = own_code_on("\n    import torch" + POLLER, tmp_path / "torch")
+    assert trainer.status == "verified", trainer.verdicts
+    assert trainer.fault_alone and is_fault(trainer, [])

@@ -373,6 +373,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 "cmdline": _cmd(pid)[:500],
                 "state": _state(pid),
                 "uid": _uid(pid),
+                "torch_loaded": _torch_loaded(pid),
                 "children": _children(pid),
                 "cpu_s": round(sum(cpu.values()), 3),
                 "cpu_share": round(sum(cpu.values()) / seconds, 3) if seconds > 0 else None,
@@ -392,6 +393,19 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "processes": out_procs,
         "host": _host(before_host, after_host, set(pids), seconds, tick),
     }
+
+
+def _torch_loaded(pid: int) -> bool | None:
+    """Whether torch's libraries are mapped into ``pid`` (a trainer, not a launcher
+    that waits on one); None where its maps cannot be read (another user's)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            for line in f:
+                if b"/libtorch" in line or b"/torch/_C" in line:
+                    return True
+    except OSError:
+        return None
+    return False
 
 
 def _uid(pid: int) -> int | None:
