@@ -33,6 +33,7 @@ Kind = Literal[
     "own_code_time",
     "threads_blocked",
     "input_bound",
+    "host_contention",
 ]
 # The failure families by name (``diagnose --hypothesis``, a proposer's prompt).
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -53,6 +54,7 @@ TITLES: dict[str, str] = {
     "own_code_time": "time in the trainer's own code (a sleep or a slow loop there)",
     "threads_blocked": "threads blocked waiting (a deadlock, or a wait nothing ends)",
     "input_bound": "input-bound (the training thread waits on data loading)",
+    "host_contention": "host contention (other processes take the trainer's cores)",
 }
 
 
@@ -66,7 +68,8 @@ class Prediction(BaseModel):
 
 
 class Hypothesis(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # extra="forbid": a field a rule misspells is an error, not silently dropped.
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Kind
     claims: tuple[Claim, ...]

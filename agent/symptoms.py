@@ -87,6 +87,7 @@ EXPLAINS_DROP = frozenset(
         "own_code_time",
         "threads_blocked",
         "input_bound",
+        "host_contention",
     }
 )
 

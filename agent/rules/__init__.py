@@ -10,6 +10,7 @@ from agent.rules.crash import CrashStated
 from agent.rules.eager_fallback import SilentEagerFallback
 from agent.rules.environment_drift import EnvironmentDrift
 from agent.rules.fx_trace_race import FxTraceRace
+from agent.rules.host_contention import HostContention
 from agent.rules.input_bound import InputBound
 from agent.rules.monkeypatch import IneffectiveMonkeypatch
 from agent.rules.own_code import OwnCodeTime
@@ -33,4 +34,5 @@ def default_rules() -> list[Rule]:
         OwnCodeTime(),
         ThreadsBlocked(),
         InputBound(),
+        HostContention(),
     ]

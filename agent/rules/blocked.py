@@ -124,6 +124,5 @@ class ThreadsBlocked:
                     probe="live",
                 ),
             ),
-            probes=("live",),
             weight=3,
         )

@@ -26,7 +26,6 @@ class CheckpointIntegrity:
                         )
                     ),
                 ),
-                probes=("checkpoints",),
                 weight=2,
             )
         ]
@@ -44,7 +43,6 @@ class CheckpointIntegrity:
                             )
                         ),
                     ),
-                    probes=("trainlog",),
                 )
             )
         return out

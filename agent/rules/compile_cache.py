@@ -59,7 +59,6 @@ class CompileCacheCold:
                     Hypothesis(
                         kind="compile_cache_cold",
                         claims=(*expected, gone),
-                        probes=("caches",),
                         weight=2,
                     )
                 )
@@ -70,7 +69,6 @@ class CompileCacheCold:
                         kind="compile_cache_cold",
                         claims=(Claim(predicate=Greater(a=entry.current, b=entry.baseline)),),
                         weight=2,
-                        probes=("caches",),
                     )
                 )
         return out

@@ -68,7 +68,6 @@ class CrashStated:
                             predicate=AtLeast(a=ref(log, "exception_lines", label=label), value=1)
                         ),
                     ),
-                    probes=("stdoutlog",),
                 )
             ]
         return [
@@ -116,7 +115,6 @@ class CrashStated:
             kind="crash_stated",
             claims=tuple(claims),
             predictions=(prediction,) if prediction is not None else (),
-            probes=("stdoutlog",),
             # A cause torch names outranks an exception only its class names.
             weight=3 if named else 2,
         )

@@ -64,7 +64,6 @@ class SilentEagerFallback:
             Hypothesis(
                 kind="silent_eager_fallback",
                 claims=tuple(claims),
-                probes=("trainlog", "stdoutlog"),
                 unlocks=self._fixes(evidence),
                 weight=2,
             )

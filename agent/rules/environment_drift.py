@@ -104,7 +104,6 @@ class EnvironmentDrift:
                     kind="environment_drift",
                     claims=tuple(claims),
                     weight=max(1, len(differing)),
-                    probes=("pyenv", "integrity"),
                 )
             ]
         if read is not None:

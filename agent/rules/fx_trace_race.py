@@ -91,7 +91,6 @@ class FxTraceRace:
                 kind="fx_trace_race",
                 claims=tuple(claims),
                 predictions=tuple(predictions),
-                probes=("stdoutlog", "torch_source", "torch_runtime"),
                 unlocks=("lock-warmup", "process-isolation"),
                 weight=weight + 2,
             )

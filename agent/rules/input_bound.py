@@ -57,6 +57,5 @@ class InputBound:
                     probe="live",
                 ),
             ),
-            probes=("live",),
             weight=2,
         )

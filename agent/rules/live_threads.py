@@ -95,7 +95,6 @@ def unread_stacks(kind: Kind, live: Fact, i: int, proc: dict[str, Any]) -> Hypot
             ),
         ),
         predictions=(Prediction(expect=expect, probe="live"),),
-        probes=("live",),
     )
 
 

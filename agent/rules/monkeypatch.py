@@ -96,7 +96,6 @@ class IneffectiveMonkeypatch:
         return Hypothesis(
             kind="ineffective_monkeypatch",
             claims=claims,
-            probes=("script_patches", "stdoutlog", "torch_source", "torch_runtime"),
             unlocks=("lock-warmup", "process-isolation"),
             weight=2,
         )

@@ -106,7 +106,6 @@ class OwnCodeTime:
                     probe="live",
                 ),
             ),
-            probes=("live",),
             weight=2,
             # A loop busy in the trainer's own code may be the training itself (a
             # hand-written loop calls torch from its own lines): a fault only on a run

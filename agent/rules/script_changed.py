@@ -22,6 +22,5 @@ class ScriptChanged:
                 kind="script_changed",
                 claims=tuple(Claim(predicate=Differs(a=d.current, b=d.baseline)) for d in chosen),
                 weight=max(1, len(differing)),
-                probes=("checksums",),
             )
         ]

@@ -56,7 +56,6 @@ class DatasetShapeChurn:
                             probe="stdoutlog with TORCH_LOGS=recompiles",
                         ),
                     ),
-                    probes=("dataset",),
                     unlocks=("lock-warmup", "recompile-limit"),
                 )
             )

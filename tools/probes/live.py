@@ -1,6 +1,7 @@
 """What the running trainer is doing right now: its threads' stacks sampled with py-spy
 (never pausing it: ``--nonblocking``), each thread's CPU over the same window, the
-process's children, the host's load and the other processes that used its cores, and
+process's children, the host's load, how busy its cores were and how many threads queued
+for them, the other processes that used its cores, and
 whether the stacks could be read at all (the permission preflight).
 
 Which processes: given a workspace, those that work there (``processes.works_in``) and
@@ -90,6 +91,34 @@ def host_ticks() -> dict[int, tuple[int, str]]:
         if len(rest) > 12:
             out[int(entry)] = (int(rest[11]) + int(rest[12]), name[:64])
     return out
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """The host's busy and total CPU ticks since boot, all cores (/proc/stat's cpu line:
+    busy is all but idle and iowait)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        ticks = [int(x) for x in fields[1:9]]
+    except (OSError, ValueError):
+        return None
+    if fields[0] != "cpu" or len(ticks) < 8:
+        return None
+    total = sum(ticks)
+    return total - ticks[3] - ticks[4], total
+
+
+def runnable() -> int | None:
+    """Threads running or ready to run on the host now, this probe's own not counted
+    (/proc/stat's procs_running)."""
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("procs_running "):
+                    return max(0, int(line.split()[1]) - 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _cap_ptrace() -> bool | None:
@@ -324,6 +353,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         samples = 0  # nothing runs: no window to wait for
     tick = float(os.sysconf("SC_CLK_TCK"))
     before_host, before = host_ticks(), {p: thread_ticks(p) for p in pids}
+    before_cpu, ready = cpu_times(), []
     start = time.monotonic()
     threads: dict[int, dict[int, _Thread]] = {p: {} for p in pids}
     errors: dict[int, str] = {}  # the last refusal, per process
@@ -347,10 +377,11 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 tid = int(t.get("os_thread_id") or 0)
                 seen = threads[pid].setdefault(tid, _Thread(tid, str(t.get("thread_name") or "")))
                 seen.add(t)
+        ready.append(runnable())
         if n + 1 < samples:
             time.sleep(spacing)
     seconds = time.monotonic() - start
-    after_host = host_ticks()
+    after_host, after_cpu = host_ticks(), cpu_times()
     out_procs = []
     for pid in pids:
         after = thread_ticks(pid)
@@ -391,7 +422,10 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "py_spy_from": found_in or None,
         "preflight": preflight(),
         "processes": out_procs,
-        "host": _host(before_host, after_host, set(pids), seconds, tick),
+        "host": {
+            **_host(before_host, after_host, set(pids), seconds, tick),
+            **_cores(before_cpu, after_cpu, ready),
+        },
     }
 
 
@@ -428,6 +462,38 @@ def _state(pid: int) -> str | None:
         return None
 
 
+def _ancestry() -> set[int]:
+    """This probe and the processes above it (the shell and the doctor, or the SSH
+    session, that started it): the doctor's own work, not a neighbour's."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                raw = f.read(4096)
+            pid = int(raw[raw.rfind(")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def _cores(
+    before: tuple[int, int] | None, after: tuple[int, int] | None, ready: list[int | None]
+) -> dict[str, Any]:
+    """How busy the host's cores were over the window (busy ticks over all ticks, every
+    core), and the threads that were running or ready to run at each sample (their
+    median): more than the cores is a queue for them."""
+    busy = None
+    if before is not None and after is not None and after[1] > before[1]:
+        busy = round((after[0] - before[0]) / (after[1] - before[1]), 3)
+    counts = sorted(r for r in ready if r is not None)
+    return {
+        "cores_busy": busy,
+        "runnable": counts,
+        "runnable_median": counts[len(counts) // 2] if counts else None,
+    }
+
+
 def _host(
     before: dict[int, tuple[int, str]],
     after: dict[int, tuple[int, str]],
@@ -436,8 +502,9 @@ def _host(
     tick: float,
 ) -> dict[str, Any]:
     """The host's load against its cores, and the other processes that used the most CPU
-    over the window (the trainer's own children are the trainer's)."""
-    mine = {os.getpid(), os.getppid()}
+    over the window (the trainer's own children are the trainer's; the probe and the
+    processes that started it are the doctor's)."""
+    mine = _ancestry()
     kids = {c for p in trainer for c in _children(p)}
     used = sorted(
         (
