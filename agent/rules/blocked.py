@@ -1,15 +1,21 @@
-"""Threads blocked: two or more threads of the live trainer wait (on a lock, a condition,
-a join, a queue) in every sampled stack, while the process uses almost no CPU and its
-logs have not grown for ``STALL_FLOOR`` seconds: a deadlock (each holds what the other
-waits for) or a wait that nothing will end. The threads and the lines they wait at are
-cited, as the target's source files have them.
+"""Threads blocked: the live trainer waits and nothing will end the wait, while the
+process uses almost no CPU and its logs have not grown for ``STALL_FLOOR`` seconds. Two
+forms, cited with the threads and the lines they wait at, as the target's source files
+have them:
+
+- a thread inside a collective (``torch.distributed``'s ``all_reduce``, ``broadcast``,
+  ``barrier``, …) in every sample: it waits for a peer rank that does not join, and the
+  op is named (the frame of ``distributed_c10d.py`` in its stack);
+- two or more threads waiting (on a lock, a condition, a join, a queue) in every sample:
+  a deadlock, each holding what the other waits for.
 
 The evidence is the live fact (``tools.probes.live``): each thread's activity over its
-samples (``tools.probes._activities``: ``waiting`` is a line that acquires, waits, joins
-or gets, or a ``with`` block entered while py-spy sees the thread idle), its share, its
-innermost line; the process's CPU share; and the logs' pulse (``file.age_s``). A process
-with one thread is not tested (nothing to deadlock with); one whose threads do not all
-wait is a refuted hypothesis, so the report says what was looked at.
+samples (``tools.probes._activities``: ``collective`` is any frame in torch's
+distributed modules; ``waiting`` a line that acquires, waits, joins or gets, or a
+``with`` block entered while py-spy sees the thread idle), its share, its representative
+stack; the process's CPU share; and the logs' pulse (``file.age_s``). A process with one
+thread and no collective is not tested (nothing to deadlock with); one whose threads do
+not all wait is a refuted hypothesis, so the report says what was looked at.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from agent.rules.live_threads import as_dict, processes, who
 
 IDLE_CPU = 0.1  # of one core: a process whose threads all wait does nothing else
 MAX_CITED = 4  # threads cited
+COLLECTIVES = "torch/distributed/distributed_c10d.py"  # where all_reduce & co. are defined
 
 
 class ThreadsBlocked:
@@ -49,9 +56,89 @@ class ThreadsBlocked:
         for i, proc in enumerate(processes(live)):
             threads = [(j, as_dict(t)) for j, t in enumerate(proc.get("threads") or [])]
             sampled = [(j, t) for j, t in threads if t.get("samples")]
-            if len(sampled) >= 2:
+            collective = [(j, t) for j, t in sampled if t.get("activity") == "collective"]
+            if collective:
+                out.append(self._collective(live, pulse, i, proc, *collective[0]))
+            elif len(sampled) >= 2:
                 out.append(self._one(live, pulse, i, proc, sampled))
         return out
+
+    def _collective(
+        self,
+        live: Fact,
+        pulse: Fact | None,
+        i: int,
+        proc: dict[str, Any],
+        j: int,
+        thread: dict[str, Any],
+    ) -> Hypothesis:
+        """A thread inside a collective in every sample, the process idle, the logs
+        quiet: it waits for a peer that does not join (a rank stopped, hung, or gone)."""
+        at = ("processes", i, "threads", j)
+        name = who(thread, proc)
+        claims = [
+            Claim(
+                predicate=Equal(
+                    a=ref(live, *at, "activity", label=f"what {name} did"), value="collective"
+                )
+            ),
+            Claim(
+                predicate=AtLeast(
+                    a=ref(live, *at, "activity_share", label=f"share of {name}'s samples in it"),
+                    value=1.0,
+                )
+            ),
+        ]
+        stack = [as_dict(f) for f in thread.get("stack") or []]
+        op = next((k for k, f in enumerate(stack) if COLLECTIVES in str(f.get("file"))), None)
+        if op is not None:
+            label = f"the collective {name} waits in"
+            claims.append(
+                Claim(predicate=Exists(a=ref(live, *at, "stack", op, "function", label=label)))
+            )
+        return self._finish(
+            live,
+            pulse,
+            i,
+            proc,
+            claims,
+            "the peer ranks' stacks show which one stopped calling the collective, and where",
+        )
+
+    def _finish(
+        self,
+        live: Fact,
+        pulse: Fact | None,
+        i: int,
+        proc: dict[str, Any],
+        claims: list[Claim],
+        expect: str,
+    ) -> Hypothesis:
+        """The claims every blocked process shares: it used almost no CPU, and its logs
+        have not grown for the stall floor."""
+        label = f"cores pid {proc.get('pid')} used while its threads waited"
+        claims.append(
+            Claim(
+                predicate=AtMost(
+                    a=ref(live, "processes", i, "cpu_share", label=label), value=IDLE_CPU
+                )
+            )
+        )
+        if pulse is not None:
+            label = (
+                f"seconds since the {'train log' if pulse.probe == 'trainlog' else 'console'} grew"
+            )
+            claims.append(
+                Claim(
+                    predicate=AtLeast(a=ref(pulse, "file", "age_s", label=label), value=STALL_FLOOR)
+                )
+            )
+        return Hypothesis(
+            kind="threads_blocked",
+            claims=tuple(claims),
+            predictions=(Prediction(expect=expect, probe="live"),),
+            weight=3,
+        )
 
     def _one(
         self,
@@ -97,32 +184,12 @@ class ThreadsBlocked:
                 claims.append(
                     Claim(predicate=Exists(a=ref(live, *at, "stack", 0, "text", label=label)))
                 )
-        label = f"cores pid {proc.get('pid')} used while its threads waited"
-        claims.append(
-            Claim(
-                predicate=AtMost(
-                    a=ref(live, "processes", i, "cpu_share", label=label), value=IDLE_CPU
-                )
-            )
-        )
-        if pulse is not None:
-            label = (
-                f"seconds since the {'train log' if pulse.probe == 'trainlog' else 'console'} grew"
-            )
-            claims.append(
-                Claim(
-                    predicate=AtLeast(a=ref(pulse, "file", "age_s", label=label), value=STALL_FLOOR)
-                )
-            )
-        return Hypothesis(
-            kind="threads_blocked",
-            claims=tuple(claims),
-            predictions=(
-                Prediction(
-                    expect="each thread waits on what another holds: their stacks again in a "
-                    "minute show the same lines",
-                    probe="live",
-                ),
-            ),
-            weight=3,
+        return self._finish(
+            live,
+            pulse,
+            i,
+            proc,
+            claims,
+            "each thread waits on what another holds: their stacks again in a minute show "
+            "the same lines",
         )

@@ -9,11 +9,12 @@ own lines are where it calls torch: ``Hypothesis.fault_alone``).
 The evidence is the live fact (``tools.probes.live``): per thread, the activity most of
 its samples fell in (``tools.probes._activities``) and that share, its innermost frame
 outside the standard library and installed packages (``file:line function``) with how
-many samples showed it, how many py-spy saw it active in, the process's CPU share over
-the window and whether torch is mapped into it.
-The thread tested is the one whose own frame the most samples showed (else the busiest):
-a trainer that runs library code is a refuted hypothesis, not none, so the report says
-what was looked at.
+many samples showed it, how many samples had the trainer's own code innermost (a launcher
+such as torchrun's agent sleeps inside the library it calls, below its own script's
+frame), how many py-spy saw it active in, the process's CPU share over the window and
+whether torch is mapped into it. The thread tested is the one with its own code innermost
+in the most samples (else the busiest): a trainer that runs library code is a refuted
+hypothesis, not none, so the report says what was looked at.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ class OwnCodeTime:
     needs = frozenset({"live"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
-        return per_process(self.kind, evidence.latest("live"), OWN, "own_frame_samples", self._one)
+        return per_process(
+            self.kind, evidence.latest("live"), OWN, "own_innermost_samples", self._one
+        )
 
     def _one(
         self, live: Fact, i: int, proc: dict[str, Any], j: int, thread: dict[str, Any]
@@ -60,6 +63,19 @@ class OwnCodeTime:
             Claim(
                 predicate=AtLeast(
                     a=ref(live, *at, "own_frame_samples", label="samples that showed it"),
+                    value=max(1, math.ceil(SHARE * samples)),
+                )
+            ),
+            # Where the thread is, not a caller of it: a launcher's loop (torchrun's
+            # agent) sleeps in the library it calls, not in its own frame.
+            Claim(
+                predicate=AtLeast(
+                    a=ref(
+                        live,
+                        *at,
+                        "own_innermost_samples",
+                        label="samples whose innermost frame is the trainer's own code",
+                    ),
                     value=max(1, math.ceil(SHARE * samples)),
                 )
             ),

@@ -138,3 +138,80 @@ def test_a_busy_neighbour_that_slows_a_plain_loop_is_named_with_its_cpu(
     symptoms = [line["text"] for line in report["sections"][0]["lines"]]
     drops = [t for t in symptoms if "samples/s" in t and ("fell" in t or "drop" in t)]
     assert drops, symptoms
+
+
+@pytest.fixture
+def rank_stopped(tmp_path: Path) -> Iterator[tuple[Path, list[int]]]:
+    """tests/lib/foreign/gloo_train.py under torchrun (its console script, two ranks,
+    gloo on 127.0.0.1) where rank 1 stops calling all_reduce after step 40; yields the
+    workspace, torchrun's pid and the ranks' once both logs have been quiet past the
+    stall floor, kills the job after."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(FOREIGN / "gloo_train.py", ws / "train.py")
+    torchrun = Path(sys.executable).parent / "torchrun"
+    (ws / "launch.sh").write_text(
+        "#!/bin/sh\n# launch file of the training run\n"
+        'cd "$(dirname "$0")"\nexport OMP_NUM_THREADS=1\n'
+        f'exec {torchrun} --standalone --nproc-per-node 2 train.py "$@" >> train.log 2>&1\n'
+    )
+    proc = subprocess.Popen(
+        ["sh", str(ws / "launch.sh"), "--stop-after", "40"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=offline_env(),
+        start_new_session=True,
+    )
+    logs = [ws / "logs" / f"rank{r}.jsonl" for r in (0, 1)]
+    try:
+        deadline = time.monotonic() + STALL_FLOOR + 180
+        while not all(log.exists() for log in logs) or any(
+            time.time() - log.stat().st_mtime < STALL_FLOOR + 1 for log in logs
+        ):
+            assert proc.poll() is None, (ws / "train.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the logs kept growing"
+            time.sleep(0.5)
+        for log in logs:
+            steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
+            assert max(steps) == 40, (log, steps[-3:])
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        yield ws, [proc.pid, *sorted(int(p) for p in children if rank_of(int(p)) is not None)]
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait(timeout=30)
+
+
+def rank_of(pid: int) -> int | None:
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    found = [int(e[5:]) for e in env if e.startswith(b"RANK=")]
+    return found[0] if found else None
+
+
+def test_a_rank_that_stops_calling_all_reduce_leaves_its_peer_waiting_in_it(
+    rank_stopped: tuple[Path, list[int]], tmp_path: Path
+) -> None:
+    """Both logs stopped at step 40 with no error; torchrun and both ranks live. Rank 0's
+    stacks show it inside ``all_reduce`` in every sample, idle: blocked, the op named.
+    Rank 1's show where it stopped: asleep in its own ``wait_for_go``. torchrun's agent,
+    asleep in its own library below its console script, is not blamed."""
+    ws, (agent, *workers) = rank_stopped
+    ranks = sorted(workers, key=lambda p: rank_of(p) or 0)
+    assert [rank_of(p) for p in ranks] == [0, 1]
+    report = diagnose(ws, tmp_path / "state")
+    blocked = [h for h in report["hypotheses"] if h["kind"] == "threads_blocked"]
+    verified = [h for h in blocked if h["status"] == "verified"]
+    assert len(verified) == 1, blocked
+    said = " ".join(c["text"] for c in verified[0]["claims"])
+    main = f"thread 'MainThread' (tid {ranks[0]}) of pid {ranks[0]}"
+    assert f"the collective {main} waits in = 'all_reduce'" in said, said
+    own = [h for h in report["hypotheses"] if h["kind"] == "own_code_time"]
+    (stuck,) = [h for h in own if h["status"] == "verified"]
+    said = " ".join(c["text"] for c in stuck["claims"])
+    assert f"of pid {ranks[1]}" in said and "wait_for_go" in said, said
+    assert "time.sleep(0.5)" in said, said
+    (launcher,) = [h for h in own if f"of pid {agent} " in " ".join(c["text"] for c in h["claims"])]
+    assert launcher["status"] == "refuted", launcher
+    assert report["verdict"] == "fault found"
+    symptoms = [line["text"] for line in report["sections"][0]["lines"]]
+    assert any(t.startswith("the run stalled") for t in symptoms), symptoms

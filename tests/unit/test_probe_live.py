@@ -103,6 +103,7 @@ def test_each_thread_is_what_its_stacks_show(
     nap, first, spinner = threads["napper"], threads["first"], threads["spinner"]
     assert (nap["activity"], nap["activity_share"]) == ("sleeping", 1.0)
     assert nap["own_frame"].endswith("train.py:7 nap") and nap["own_frame_samples"] == 4
+    assert nap["own_innermost_samples"] == 4
     assert nap["stack"][0]["text"] == "time.sleep(0.5)"
     # Each deadlocked thread waits on the other's lock, at the line that takes it.
     assert first["activity"] == "waiting" and first["stack"][0]["text"] == "with b:"

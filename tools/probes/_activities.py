@@ -95,11 +95,16 @@ _STDLIB_WAITS = {
     ("queue.py", "Queue.get"),
     ("queue.py", "Queue.put"),
 }
-_LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python3[.0-9]*/|^<frozen |^<string>")
+# The standard library, installed packages, and a package's console script (a file with
+# no ``.py`` in a ``bin`` directory: ``torchrun``, ``accelerate``, ``lightning``).
+_LIBRARY = re.compile(
+    r"/(?:site|dist)-packages/|/lib/python3[.0-9]*/|^<frozen |^<string>|/bin/[^/.]+$"
+)
 
 
 def is_library(filename: str) -> bool:
-    """The standard library or an installed package, not the trainer's own code."""
+    """The standard library, an installed package or its console script, not the
+    trainer's own code."""
     return bool(_LIBRARY.search(filename.replace("\\", "/")))
 
 

@@ -250,6 +250,7 @@ class _Thread:
         self.activities: dict[str, int] = {}
         self.first: dict[str, list[Any]] = {}  # activity -> its first sample's frames
         self.own: dict[str, int] = {}  # "file:line function" of the innermost own frame
+        self.own_innermost = 0  # samples whose innermost frame is the trainer's own code
 
     def add(self, thread: dict[str, Any]) -> None:
         frames = [f for f in thread.get("frames") or [] if isinstance(f, dict)]
@@ -268,6 +269,7 @@ class _Thread:
         own = next(
             (f for f in frames if not _activities.is_library(str(f.get("filename") or ""))), None
         )
+        self.own_innermost += own is not None and own is top
         if own is not None:
             where = f"{own.get('filename')}:{own.get('line')} {own.get('name')}"
             self.own[where] = self.own.get(where, 0) + 1
@@ -288,6 +290,7 @@ class _Thread:
             "activity_share": round(self.activities[main] / self.samples, 3) if main else None,
             "own_frame": own,
             "own_frame_samples": self.own.get(own, 0) if own else 0,
+            "own_innermost_samples": self.own_innermost,
             "stack": self.first.get(main, []) if main else [],
             "cpu_s": cpu_s,
             "cpu_share": round(cpu_s / seconds, 3) if cpu_s is not None and seconds > 0 else None,
