@@ -1,12 +1,14 @@
 """Silent eager fallback: the drafter runs below the baseline and nothing crashed,
 with a sign that compiled code is not what runs (dynamo hit its recompile limit, logged
-an eager fallback, or the trainer was configured to run eager on a nested FX trace)."""
+an eager fallback, the trainer was configured to run eager on a nested FX trace, or the
+live trainer's threads are sampled running flex_attention's eager path)."""
 
 from __future__ import annotations
 
 from agent.claims import AtLeast, AtMost, Claim, Equal, RatioBelow
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref
+from agent.rules.live_threads import as_dict, processes, who
 from agent.throughput import primary_entry
 
 # Slower than the baseline, not "under half" of it. The incident's run fell to 0.34 (4.3
@@ -19,11 +21,12 @@ from agent.throughput import primary_entry
 # shared 2-core box. So this ratio says that the run got slower, not why; the eager
 # signals say what ran, and no threshold could tell a fallback from load or a cold compile.
 SLOW = 0.9
+EAGER = "eager_attention"  # tools.probes._activities: flex_attention's unfused path
 
 
 class SilentEagerFallback:
     kind: Kind = "silent_eager_fallback"
-    needs = frozenset({"trainlog", "stdoutlog", "checkpoints"})
+    needs = frozenset({"trainlog", "stdoutlog", "checkpoints", "live"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         speed = primary_entry(evidence.diff)
@@ -109,4 +112,24 @@ class SilentEagerFallback:
                     )
                 )
             )
+        found.extend(self._live_signals(evidence))
         return found
+
+    def _live_signals(self, evidence: Evidence) -> list[Claim]:
+        """Per live trainer process, the thread sampled most often in flex_attention's
+        eager (unfused) path: one such stack is what runs now, printed or not (a
+        compiled flex_attention runs inductor's kernel and shows none of its frames)."""
+        live = evidence.latest("live")
+        if live is None or not live.ok:
+            return []
+        out = []
+        for i, proc in enumerate(processes(live)):
+            threads = [as_dict(t) for t in proc.get("threads") or []]
+            counts = [int(as_dict(t.get("activities")).get(EAGER) or 0) for t in threads]
+            if not counts or max(counts) == 0:
+                continue
+            j = counts.index(max(counts))
+            label = f"samples of {who(threads[j], proc)} in flex_attention's eager path"
+            at = ("processes", i, "threads", j, "activities", EAGER)
+            out.append(Claim(predicate=AtLeast(a=ref(live, *at, label=label), value=1)))
+        return out

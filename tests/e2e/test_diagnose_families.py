@@ -8,6 +8,9 @@ command or a real run. One run per family, shared by its asserts.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,15 @@ import pytest
 from agent.hypotheses import Hypothesis
 from agent.state import DiagnosisState
 from tests.lib.diagnosis import assert_grounded, diagnose, explain, snapshot, statuses
-from tests.lib.workspaces import CHURN_ADD, CHURN_LENGTHS, Scenario, clone, expand
+from tests.lib.workspaces import (
+    CHURN_ADD,
+    CHURN_LENGTHS,
+    REPO,
+    SMALL,
+    Scenario,
+    clone,
+    expand,
+)
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -86,4 +97,38 @@ def test_ineffective_monkeypatch_is_found_in_the_log(monkeypatch_scenario: Scena
     assert any(s.startswith("FX-check patches announced in the log = 1 [") for s in said), said
     assert any(s.startswith("last FX-trace error (byte offset) = ") for s in said), said
     assert any(s.startswith("compiled wrappers bind the FX check at creation = True") for s in said)
+    assert_grounded(state, ledger, report)
+
+
+def test_the_same_fallback_seen_live_in_the_workers_stacks(
+    good_workspace: Path, tmp_path: Path
+) -> None:
+    """The fallback diagnosed while the trainer runs: besides torch's warnings, the live
+    stacks show a worker thread inside flex_attention's unfused path (what a compiled
+    flex_attention never shows), a claim of the family's own, naming the thread."""
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    expand(ws, CHURN_ADD, CHURN_LENGTHS)
+    console = tmp_path / "console.log"
+    argv = [sys.executable, "-m", "examples.dflash_trainer", "train", "--workspace", str(ws)]
+    flags = ["--steps", "100000", "--resume", "--recompile-limit", "1"]
+    with console.open("wb") as out:
+        proc = subprocess.Popen(
+            [*argv, *SMALL, *flags], cwd=REPO, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 240
+        while " step 120 " not in console.read_text(errors="replace"):
+            assert proc.poll() is None, console.read_text()[-3000:]
+            assert time.monotonic() < deadline, console.read_text()[-3000:]
+            time.sleep(0.5)
+        state, ledger, report = diagnose(ws)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    eager = only(state, "silent_eager_fallback")
+    said = sentences(eager)
+    live = [s for s in said if " in flex_attention's eager path = " in s]
+    assert live and live[0].startswith("samples of thread '"), said
+    assert state.verdict == "fault_found"
     assert_grounded(state, ledger, report)

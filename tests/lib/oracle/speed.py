@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import json
 import math
 import re
@@ -101,13 +102,18 @@ def _num_text(text: str) -> float | None:
         return None
 
 
-def read_records(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, record) in file order."""
+def read_records(
+    path: Path, fmt: str, size: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, record) in file order, of the file's first ``size`` bytes where given: the
+    bytes the fact read (a live log grows after it)."""
+    data = path.read_bytes()
+    text = data[:size].decode(errors="replace") if size is not None else data.decode()
     if fmt == "trainer_state":
-        history = json.loads(path.read_text())["log_history"]
+        history = json.loads(text)["log_history"]
         yield from ((place, e) for place, e in enumerate(history, 1) if _a_step(e))
         return
-    with path.open(newline="") as f:
+    with io.StringIO(text, newline="") as f:
         if fmt == "csv":
             rows = csv.reader(f)
             header = next(rows)
@@ -157,7 +163,7 @@ def read_points(path: Path, summary: dict[str, Any]) -> list[Point]:
         assert m, how
         count_key, clock_key = m.groups()
     points: list[Point] = []
-    for line, rec in read_records(path, summary["format"]):
+    for line, rec in read_records(path, summary["format"], summary.get("size")):
         step = _num(rec.get(step_key))
         value = total = seconds = None
         if kind == "stated":
@@ -312,7 +318,8 @@ def check_groups(path: Path, summary: dict[str, Any]) -> list[Mismatch]:
     field = (summary.get("fields") or {}).get("throughput")
     if not keys or not field or summary["schema"].get("derived"):
         return []
-    series = _series(_group_rows(list(read_records(path, summary["format"])), summary))
+    rows = list(read_records(path, summary["format"], summary.get("size")))
+    series = _series(_group_rows(rows, summary))
     bad: list[Mismatch] = []
 
     def same(figure: str, expected: float | None, got: Any) -> None:
