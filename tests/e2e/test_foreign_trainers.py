@@ -258,7 +258,7 @@ def test_lightning_with_its_throughput_monitor_is_judged_by_its_own_figure(
 ) -> None:
     """Lightning's ThroughputMonitor states the speed (on one device it logs only the
     device's figures: train/device/items_per_sec): it is the figure, in Lightning's unit,
-    steady; no fault found."""
+    held; no fault found."""
     ws, state = fresh(lightning_throughput_workspace, tmp_path)
     report = diagnose(ws, state)
     assert_no_fault(report)
@@ -269,8 +269,11 @@ def test_lightning_with_its_throughput_monitor_is_judged_by_its_own_figure(
         "train/device/items_per_sec",
         "items/s",
     )
+    # Judged in its own unit: steady, or climbing in its last quarter (a loaded machine
+    # can slow the run's first windows; assert_no_fault accepts both as held).
     symptoms = [line["text"] for line in report["sections"][0]["lines"]]
-    assert any(t.startswith("items/s is steady") for t in symptoms), symptoms
+    held = ("items/s is steady", "items/s climbed in its last quarter")
+    assert any(t.startswith(held) for t in symptoms), symptoms
 
 
 def test_lightning_truncated_ckpt(lightning_workspace: Workspace, tmp_path: Path) -> None:

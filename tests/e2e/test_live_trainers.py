@@ -6,6 +6,7 @@ test_hf_diagnosis.py (they share its workspaces); the hung Trainer too."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -175,11 +176,22 @@ def rank_stopped(tmp_path: Path) -> Iterator[tuple[Path, list[int]]]:
         for log in logs:
             steps = [json.loads(line)["step"] for line in log.read_text().splitlines()]
             assert max(steps) == 40, (log, steps[-3:])
-        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-        yield ws, [proc.pid, *sorted(int(p) for p in children if rank_of(int(p)) is not None)]
+        yield ws, [proc.pid, *sorted(p for p in children(proc.pid) if rank_of(p) is not None)]
     finally:
+        # torchrun starts each rank in a session of its own: killed one by one.
+        ranks = children(proc.pid)
         os.killpg(proc.pid, 9)
+        for pid in ranks:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
         proc.wait(timeout=30)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def rank_of(pid: int) -> int | None:

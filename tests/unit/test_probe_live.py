@@ -76,7 +76,10 @@ def trainer(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "train.py").write_text(TRAINER)
-    proc = subprocess.Popen([sys.executable, "train.py"], cwd=ws, stdout=subprocess.PIPE)
+    # A tag of its own on its command line: what a probe that cannot read its working
+    # directory matches it by, among the other trainers a busy test machine runs.
+    tag = f"--run=probe-live-{os.urandom(6).hex()}"
+    proc = subprocess.Popen([sys.executable, "train.py", tag], cwd=ws, stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         yield proc
@@ -85,6 +88,12 @@ def trainer(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+def tag_of(trainer: subprocess.Popen[bytes]) -> str:
+    args = trainer.args
+    assert isinstance(args, list)
+    return str(args[-1])
 
 
 def threads_of(out: dict[str, Any], pid: int) -> dict[str, dict[str, Any]]:
@@ -200,6 +209,7 @@ def test_a_probe_that_may_not_attach_says_why_and_what_would_let_it(
             interpreter=str(SYSTEM_PYTHON),
             workspace=str(tmp_path / "ws"),
             py_spy=str(shared / "py-spy"),
+            process_match=(tag_of(trainer),),
         )
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         run = subprocess.run(

@@ -314,14 +314,19 @@ def _targets(params: dict[str, Any]) -> list[int]:
     never a process that works elsewhere."""
     workspace = params.get("workspace")
     pids = processes.matching_pids(list(params.get("match") or []), workspace)
-    if workspace:
-        pids = [p for p in pids if _works_there(workspace, p)]
-    return sorted(pids)[:MAX_PROCS]
+    if not workspace:
+        return sorted(pids)[:MAX_PROCS]
+    # Those seen working there first, then those whose working directory is unreadable.
+    where = {p: _works_there(workspace, p) for p in pids}
+    ranked = sorted((p for p in pids if where[p] is not False), key=lambda p: (not where[p], p))
+    return ranked[:MAX_PROCS]
 
 
-def _works_there(workspace: str, pid: int) -> bool:
+def _works_there(workspace: str, pid: int) -> bool | None:
+    """True: it works in the workspace; False: elsewhere; None: its working directory
+    cannot be read (another user's)."""
     cwd = processes._link(f"/proc/{pid}/cwd")
-    return cwd is None or processes.works_in(workspace, cwd, _cmd(pid))
+    return None if cwd is None else processes.works_in(workspace, cwd, _cmd(pid))
 
 
 def _cmd(pid: int) -> str:
