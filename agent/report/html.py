@@ -21,6 +21,8 @@ from typing import Any, Literal, NamedTuple
 from agent.claims import unshown, window_series
 from agent.facts import Fact, Ledger, latest, observed
 from agent.report.model import Report
+from agent.report.threads import CSS as THREAD_CSS
+from agent.report.threads import thread_bars
 from agent.state import DiagnosisState
 from agent.symptoms import Symptom
 from agent.throughput import subject
@@ -505,7 +507,8 @@ def _linked(text: str) -> str:
     return _ID.sub(lambda m: f'[<a href="#{m.group(1)}">{m.group(1)}</a>]', html.escape(text))
 
 
-_CSS = """
+_CSS = (
+    """
 body{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;color:#222}
 h1{font-size:1.5em} h2{font-size:1.15em;margin-top:1.6em}
 .status{font-size:.8em;padding:.1em .5em;border-radius:.3em;background:#eee}
@@ -514,6 +517,8 @@ li.holds::marker{content:"✔ "}li.fails::marker{content:"✘ "}li.unverifiable:
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.2em .5em}
 code{font-size:.9em}.note{font-size:.85em;color:#555}
 """
+    + THREAD_CSS
+)
 
 
 def _plot(state: DiagnosisState, ledger: Ledger) -> list[str]:
@@ -548,6 +553,7 @@ def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
         f"<p>target <code>{html.escape(report.target)}</code> · session "
         f"<code>{html.escape(report.session)}</code></p>",
         *_plot(state, ledger),
+        *thread_bars(observed(latest(ledger, state.facts, "live"))),
     ]
     for section in report.sections:
         status = (

@@ -7,8 +7,6 @@ import io
 import json
 import random
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,26 +37,15 @@ from agent.session_config import SessionConfig
 from agent.state import DiagnosisState
 from agent.symptoms import check_all, find
 from tests.lib import oracle
+from tests.lib.browser import browse
 from tests.lib.cli import cli
 from tests.lib.diagnosis import snapshot
-from tests.lib.need import need
 from tests.lib.pngread import pixels
 from tests.lib.workspaces import clone, trainer
 from tools.parsers import trainlog
 from tools.sweep import SweepSpec
 
 FX_RACE = Path(__file__).resolve().parents[2] / "transcripts" / "fx-race.jsonl"
-
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 # -- the plot's segments and marks, on facts held in memory --------------------------
@@ -359,22 +346,6 @@ def test_a_crash_is_marked_only_at_a_step_the_console_log_printed() -> None:
 
 
 # -- in a browser -----------------------------------------------------------------
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    need(found is not None, "chromium", "install Debian's chromium (make test does so as root)")
-    assert found is not None
-    return found
-
-
-def browse(html: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}", *args, html.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 class Shot:

@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 
 from agent.progress import STALL_FLOOR
+from agent.report.threads import COLORS
+from tests.lib import oracle
+from tests.lib.browser import browse
 from tests.lib.foreign_trainers import FOREIGN, cli, offline_env, write_launcher
+from tests.lib.pngread import pixels
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -82,6 +86,33 @@ def test_two_threads_deadlocked_on_two_locks_are_named_with_the_lines_they_wait_
     assert report["verdict"] == "fault found"
     symptoms = [line["text"] for line in report["sections"][0]["lines"]]
     assert any(t.startswith("the run stalled after step 40") for t in symptoms), symptoms
+    # The HTML report draws each thread's samples as a bar: held to the live fact as a
+    # real browser parsed the page, and the two workers' bars all the colour of waiting.
+    page = html_report(tmp_path / "state", tmp_path)
+    facts = {f["id"]: f["value"] for f in report["facts"] if f["probe"] == "live"}
+    dom = browse(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr
+    assert oracle.check_thread_bars(dom.stdout, facts) == []
+    shot = tmp_path / "report.png"
+    done = browse(page, tmp_path, f"--screenshot={shot}", "--window-size=1000,4000")
+    assert done.returncode == 0 and shot.exists(), done.stderr
+    width, _height, px = pixels(shot)
+    waiting = [int(COLORS["waiting"][i : i + 2], 16) for i in (1, 3, 5)]
+    rows: dict[int, int] = {}
+    for k, rgb in enumerate(px):
+        if all(abs(c - w) <= 4 for c, w in zip(rgb, waiting, strict=True)):
+            rows[k // width] = rows.get(k // width, 0) + 1
+    # Two bars of 420 px, 14 px tall: at least 2 x 10 rows of nearly the whole width.
+    assert sum(n >= 400 for n in rows.values()) >= 20, sorted(rows.items())[:40]
+
+
+def html_report(state: Path, tmp: Path) -> Path:
+    """The session's HTML report, rendered from its transcript by ``report``."""
+    (transcript,) = state.glob("dflash-doctor/sessions/*/transcript.jsonl")
+    page = tmp / "report.html"
+    run = cli("report", str(transcript), "--format", "html", "--out", str(page), state=state)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return page
 
 
 def records(log: Path) -> int:

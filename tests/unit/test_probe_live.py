@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,11 @@ import pytest
 
 from agent.facts import Fact, Ledger
 from agent.hypotheses import Hypothesis, verify
+from agent.report.threads import thread_bars
 from agent.rules.base import Evidence
 from agent.rules.own_code import OwnCodeTime
 from agent.symptoms import Symptom, is_fault
+from tests.lib import oracle
 from tests.lib.need import need
 from tools.probes import live
 from tools.probes._common import Context
@@ -317,3 +320,27 @@ def test_a_process_asleep_in_its_own_code_is_a_trainer_only_with_torch_loaded(
     trainer, _ = own_code_on("\n    import torch" + POLLER, tmp_path / "torch")
     assert trainer.status == "verified", trainer.verdicts
     assert trainer.fault_alone and is_fault(trainer, [])
+
+
+def test_the_report_draws_each_threads_samples_as_the_fact_counts_them(
+    trainer: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """The HTML bars of a real live fact agree with it (the oracle reads the page with
+    the standard library's parser); a segment altered, or a row dropped, is named."""
+    params = {"match": [], "workspace": str(tmp_path / "ws"), "py_spy": py_spy()}
+    value = live.collect({**params, "samples": 6, "spacing": 0.1}, Context())
+    fact = Ledger().append(Fact(probe="live", target="local", value=value))
+    page = "\n".join(thread_bars(fact))
+    assert page.count("<tr class='thread'") == sum(
+        bool(t["samples"]) for p in value["processes"] for t in p["threads"][:16]
+    )
+    assert oracle.check_thread_bars(page, {fact.id: value}) == []
+    altered = re.sub(
+        r"data-samples='(\d+)'", lambda m: f"data-samples='{int(m[1]) + 1}'", page, count=1
+    )
+    assert [m.figure for m in oracle.check_thread_bars(altered, {fact.id: value})][:1] == [
+        "activities"
+    ]
+    first_row = page.index("<tr class='thread'")
+    dropped = page[:first_row] + page[page.index("</tr>", first_row) + 5 :]
+    assert [m.figure for m in oracle.check_thread_bars(dropped, {fact.id: value})] == ["row"]

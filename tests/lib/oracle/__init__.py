@@ -44,6 +44,7 @@ from tests.lib.oracle.figures import figures, transcript_sources
 from tests.lib.oracle.health import check_health, check_health_dir, check_health_target
 from tests.lib.oracle.html import check_html
 from tests.lib.oracle.speed import Mismatch, check, check_fact_value, check_groups, check_report
+from tests.lib.oracle.threads import check_thread_bars
 
 __all__ = [
     "Mismatch",
@@ -55,6 +56,7 @@ __all__ = [
     "check_health_target",
     "check_html",
     "check_report",
+    "check_thread_bars",
     "figures",
     "transcript_sources",
 ]
