@@ -25,6 +25,7 @@ from tests.lib import oracle
 from tests.lib.browser import browse
 from tests.lib.foreign_trainers import FOREIGN, cli, offline_env, write_launcher
 from tests.lib.pngread import pixels
+from tests.lib.sshd import SSHServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -258,3 +259,67 @@ def test_a_rank_that_stops_calling_all_reduce_leaves_its_peer_waiting_in_it(
     assert report["verdict"] == "fault found"
     symptoms = [line["text"] for line in report["sections"][0]["lines"]]
     assert any(t.startswith("the run stalled") for t in symptoms), symptoms
+
+
+# A loop with torch imported that sleeps after each step in a callback of its own.
+NAPPER = """
+import time
+import torch
+
+
+def on_step_end():
+    time.sleep(0.3)
+
+
+w = torch.randn(64, 64)
+print("ready", flush=True)
+while True:
+    x = torch.randn(64, 64) @ w
+    on_step_end()
+"""
+
+
+@pytest.mark.ssh
+def test_stacks_are_read_through_the_real_sshd_and_a_pct_hop(
+    sshd_server: SSHServer, tmp_path: Path
+) -> None:
+    """The same live probe over SSH and the stand-in ``pct exec`` hop (tests/lib/sshd.py):
+    py-spy, found beside the target's Python, reads the trainer's stacks there, and the
+    sleep in its own callback is named with its line."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "train.py").write_text(NAPPER)
+    proc = subprocess.Popen(
+        [sys.executable, "train.py"], cwd=ws, stdout=subprocess.PIPE, env=offline_env()
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        args = ["diagnose", "--target", f"{sshd_server.uri}/pct:200", "--workspace", str(ws)]
+        keys = ["--identity", str(sshd_server.identity), "--known-hosts"]
+        run = cli(
+            *args,
+            *keys,
+            str(sshd_server.known_hosts),
+            "--interpreter",
+            sys.executable,
+            "--non-interactive",
+            "--json",
+            state=tmp_path / "state",
+        )
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert run.stdout.strip(), run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    assert report["target"] == f"{sshd_server.uri}/pct:200", report["target"]
+    (live,) = [f["value"] for f in report["facts"] if f["probe"] == "live"]
+    (traced,) = [p for p in live["processes"] if p["pid"] == proc.pid]
+    assert traced["stacks_error"] is None and live["py_spy_from"] == "beside the target's Python"
+    found = [h for h in report["hypotheses"] if h["kind"] == "own_code_time"]
+    (own,) = [h for h in found if f"of pid {proc.pid}" in " ".join(c["text"] for c in h["claims"])]
+    assert own["status"] == "verified", own
+    said = " ".join(c["text"] for c in own["claims"])
+    assert "on_step_end" in said and "'time.sleep(0.3)'" in said, said
+    assert report["verdict"] == "fault found"
