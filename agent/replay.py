@@ -238,7 +238,11 @@ def replay(
     ledger = Ledger()
     doctor = Doctor(
         ledger=ledger,
-        gather=SweepGatherer(ReplayTransport(sealed.events, target), recording.spec, ledger),
+        # carry: a session that carried py-spy asks the recording the same questions (a
+        # session that did not never asks: its live fact had py-spy or no trainer).
+        gather=SweepGatherer(
+            ReplayTransport(sealed.events, target), recording.spec, ledger, carry=True
+        ),
         rules=list(rules) if rules is not None else default_rules(),
         comparables=comparables,
         baselines=RecordedBaselines(

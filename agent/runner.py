@@ -40,10 +40,13 @@ def build_doctor(
     rules: Sequence[Rule] | None = None,
     baselines: BaselineStore | None = None,
     proposers: Sequence[Proposer] = (),
+    carry_py_spy: bool = False,
 ) -> Doctor:
+    """``carry_py_spy``: put this machine's py-spy on a target that has none, for the live
+    stacks (diagnose and guided sessions; never a health check)."""
     return Doctor(
         ledger=session.ledger,
-        gather=SweepGatherer(transport, spec, session.ledger),
+        gather=SweepGatherer(transport, spec, session.ledger, carry=carry_py_spy),
         rules=list(rules if rules is not None else default_rules()),
         comparables=comparables,
         baselines=baselines or baseline_store(),

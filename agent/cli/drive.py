@@ -57,6 +57,7 @@ def drive(
             approver="human",
             playbooks=playbooks,
             proposers=proposers,
+            carry_py_spy=True,
         )
         reply = None
         if answer is not None:

@@ -23,7 +23,8 @@ from agent.progress import STALL_FLOOR
 from agent.report.threads import COLORS
 from tests.lib import oracle
 from tests.lib.browser import browse
-from tests.lib.foreign_trainers import FOREIGN, cli, offline_env, write_launcher
+from tests.lib.foreign_trainers import CLI, FOREIGN, cli, offline_env, write_launcher
+from tests.lib.need import need
 from tests.lib.pngread import pixels
 from tests.lib.sshd import SSHServer
 
@@ -323,3 +324,97 @@ def test_stacks_are_read_through_the_real_sshd_and_a_pct_hop(
     said = " ".join(c["text"] for c in own["claims"])
     assert "on_step_end" in said and "'time.sleep(0.3)'" in said, said
     assert report["verdict"] == "fault found"
+
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+# A trainer's loop with no py-spy anywhere near it: the system Python, asleep in its own
+# callback.
+BARE = """
+import time
+
+
+def on_step_end():
+    time.sleep(0.3)
+
+
+print("ready", flush=True)
+while True:
+    on_step_end()
+"""
+
+
+def carried_run(tmp_path: Path, target: str, *extra: str) -> tuple[dict[str, Any], int]:
+    """``diagnose`` of BARE, running under the system Python, with a PATH that holds no
+    py-spy; the report and the trainer's pid."""
+    need(SYSTEM_PYTHON.exists(), "/usr/bin/python3", "the target's own Python")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "train.py").write_text(BARE)
+    proc = subprocess.Popen([str(SYSTEM_PYTHON), "train.py"], cwd=ws, stdout=subprocess.PIPE)
+    env = {**offline_env(XDG_STATE_HOME=str(tmp_path / "state")), "PATH": "/usr/bin:/bin"}
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        args = ["diagnose", "--target", target, "--workspace", str(ws), *extra]
+        run = subprocess.run(
+            [str(CLI), *args, "--interpreter", str(SYSTEM_PYTHON), "--non-interactive", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=env,
+        )
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert run.stdout.strip(), run.stderr[-3000:]
+    return json.loads(run.stdout), proc.pid
+
+
+def assert_carried(report: dict[str, Any], pid: int) -> str:
+    """Two live facts: the first found no py-spy, the second read the stacks with the
+    one carried there; the path it ran from."""
+    first, second = [f["value"] for f in report["facts"] if f["probe"] == "live"]
+    assert first["py_spy"] is None and first["py_spy_from"] is None
+    assert second["py_spy_from"].startswith("carried over the transport"), second
+    (traced,) = [p for p in second["processes"] if p["pid"] == pid]
+    assert traced["stacks_error"] is None and traced["threads"][0]["samples"] >= 1, traced
+    assert traced["threads"][0]["activity"] == "sleeping", traced["threads"][0]
+    path = str(second["py_spy"])
+    assert "/dflash-doctor-py-spy." in path, path
+    return path
+
+
+def test_a_target_without_py_spy_gets_this_machines_carried_and_removed(
+    tmp_path: Path,
+) -> None:
+    """Locally: the target's PATH and its Python's directory hold no py-spy; diagnose
+    carries its own into a private directory under the target's TMPDIR, reads the
+    stacks with it, and removes the directory."""
+    report, pid = carried_run(tmp_path, "local")
+    path = Path(assert_carried(report, pid))
+    assert path.parent.parent == tmp_path / "tmp", path
+    assert not path.parent.exists() and list((tmp_path / "tmp").iterdir()) == []
+    # Its transcript replays with no machine: the carry's commands answered from it.
+    (transcript,) = (tmp_path / "state").glob("dflash-doctor/sessions/*/transcript.jsonl")
+    replayed = cli("replay", str(transcript), "--json", state=tmp_path / "state")
+    assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr[-2000:]
+
+
+@pytest.mark.ssh
+def test_py_spy_is_carried_through_the_real_sshd_too(
+    sshd_server: SSHServer, tmp_path: Path
+) -> None:
+    report, pid = carried_run(
+        tmp_path,
+        sshd_server.uri,
+        "--identity",
+        str(sshd_server.identity),
+        "--known-hosts",
+        str(sshd_server.known_hosts),
+    )
+    path = Path(assert_carried(report, pid))
+    assert not path.parent.exists(), path

@@ -14,7 +14,8 @@ many samples fell in each activity, its CPU share, and a representative stack (t
 sample of its most frequent activity) with the innermost frame's source line. Where py-spy
 is not on the target (its PATH, the trainer's interpreter's directory, the path the
 doctor names), or it may not attach, the fact says so with the remedy for the kind of
-host it is; the CPU and host figures are still read.
+host it is; the CPU and host figures are still read. (A diagnosis then carries the
+controller's own py-spy there and runs this probe again: ``tools.carry``.)
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8. Linux only.
 """
@@ -356,6 +357,8 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     if not os.path.isdir("/proc"):
         raise ProbeFailure("unavailable", "live: no /proc (not Linux)")
     py_spy, found_in = find_py_spy(params.get("py_spy"))
+    if py_spy is not None and params.get("py_spy_carried"):
+        found_in = "carried over the transport to a private temporary file, removed after"
     pids = _targets(params)
     if not pids:
         samples = 0  # nothing runs: no window to wait for

@@ -75,6 +75,8 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 live["workspace"] = spec.workspace
             if spec.py_spy:
                 live["py_spy"] = spec.py_spy
+            if spec.py_spy_carried:
+                live["py_spy_carried"] = True
             return live, ""
         case "layout" | "applies":
             if not spec.workspace:

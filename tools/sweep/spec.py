@@ -36,6 +36,8 @@ class SweepSpec(BaseModel):
     process_match: tuple[str, ...] = ("train",)
     # py-spy on the target (the live probe's stacks); None: its PATH, or beside its Python.
     py_spy: str | None = None
+    # ``py_spy`` is one the doctor carried over the transport (``tools.carry``).
+    py_spy_carried: bool = False
     log_fields: dict[str, str | list[str]] = Field(default_factory=dict)
     throughput_unit: Literal["tok/s", "ktok/s", "mtok/s"] | None = None
     metadata_names: tuple[str, ...] = INCIDENT_METADATA
