@@ -344,3 +344,44 @@ def test_the_report_draws_each_threads_samples_as_the_fact_counts_them(
     first_row = page.index("<tr class='thread'")
     dropped = page[:first_row] + page[page.index("</tr>", first_row) + 5 :]
     assert [m.figure for m in oracle.check_thread_bars(dropped, {fact.id: value})] == ["row"]
+
+
+# A parent that sleeps while its child (a data-loader worker, say) keeps a core busy.
+PARENT = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_process_s_memory_and_its_children_s_cpu_are_read(tmp_path: Path) -> None:
+    """The process's resident memory (read again here from /proc/PID/status as the
+    bound), its children and the cores they used over the window; the host's memory."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "train.py").write_text(PARENT)
+    proc = subprocess.Popen([sys.executable, "train.py"], cwd=ws, stdout=subprocess.PIPE)
+    children: list[str] = []
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        params = {"match": [], "workspace": str(ws), "py_spy": py_spy()}
+        out = live.collect({**params, "samples": 3, "spacing": 0.3}, Context())
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        rss = int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1])
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    finally:
+        for pid in children:
+            os.kill(int(pid), 9)
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    (found,) = [p for p in out["processes"] if p["pid"] == proc.pid]
+    assert abs(found["rss_bytes"] - rss * 1024) <= 0.1 * rss * 1024, (found["rss_bytes"], rss)
+    assert found["children"] == [int(c) for c in children]
+    assert found["children_cpu_share"] > 0.3 and found["cpu_share"] < 0.1, found
+    memory = out["host"]["memory"]
+    assert 0 < memory["available_bytes"] <= memory["total_bytes"]
+    if Path("/proc/pressure/memory").exists():
+        assert set(memory["pressure"]) >= {"some_avg10"}

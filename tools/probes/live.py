@@ -1,7 +1,8 @@
 """What the running trainer is doing right now: its threads' stacks sampled with py-spy
 (never pausing it: ``--nonblocking``), each thread's CPU over the same window, the
-process's children, the host's load, how busy its cores were and how many threads queued
-for them, the other processes that used its cores, and
+process's resident memory, its children and the cores they used, the host's load, how
+busy its cores were and how many threads queued for them, its memory and memory pressure,
+the other processes that used its cores, and
 whether the stacks could be read at all (the permission preflight).
 
 Which processes: given a workspace, those that work there (``processes.works_in``) and
@@ -396,6 +397,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     out_procs = []
     for pid in pids:
         after = thread_ticks(pid)
+        kids = _children(pid)
         cpu = {
             tid: (ticks - before[pid][tid][0]) / tick
             for tid, (ticks, _name) in after.items()
@@ -416,7 +418,10 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 "state": _state(pid),
                 "uid": _uid(pid),
                 "torch_loaded": _torch_loaded(pid),
-                "children": _children(pid),
+                "rss_bytes": _rss(pid),
+                "children": kids,
+                # The data-loader workers' (and any other child's) CPU over the window.
+                "children_cpu_share": _share(before_host, after_host, kids, seconds, tick),
                 "cpu_s": round(sum(cpu.values()), 3),
                 "cpu_share": round(sum(cpu.values()) / seconds, 3) if seconds > 0 else None,
                 "threads": rows[:MAX_THREADS],
@@ -436,6 +441,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
         "host": {
             **_host(before_host, after_host, set(pids), seconds, tick),
             **_cores(before_cpu, after_cpu, ready),
+            "memory": memory(),
         },
     }
 
@@ -451,6 +457,45 @@ def _torch_loaded(pid: int) -> bool | None:
     except OSError:
         return None
     return False
+
+
+def _rss(pid: int) -> int | None:
+    """Resident memory of ``pid`` in bytes (VmRSS)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory() -> dict[str, Any]:
+    """The host's memory: total and available (/proc/meminfo), and the pressure stall
+    information where the kernel keeps it (/proc/pressure/memory: the share of the last
+    10 s some or all tasks waited on memory, in percent)."""
+    out: dict[str, Any] = {"total_bytes": None, "available_bytes": None, "pressure": None}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable"):
+                    name = "total_bytes" if key == "MemTotal" else "available_bytes"
+                    out[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/pressure/memory") as f:
+            pressure = {}
+            for line in f:
+                kind, *fields = line.split()
+                values = dict(x.split("=", 1) for x in fields if "=" in x)
+                pressure[f"{kind}_avg10"] = float(values["avg10"])
+            out["pressure"] = pressure
+    except (OSError, ValueError, KeyError):
+        pass
+    return out
 
 
 def _uid(pid: int) -> int | None:
@@ -486,6 +531,20 @@ def _ancestry() -> set[int]:
         except (OSError, ValueError, IndexError):
             break
     return out
+
+
+def _share(
+    before: dict[int, tuple[int, str]],
+    after: dict[int, tuple[int, str]],
+    pids: list[int],
+    seconds: float,
+    tick: float,
+) -> float | None:
+    """Cores ``pids`` used together over the window (None: none of them)."""
+    used = [(after[p][0] - before[p][0]) / tick for p in pids if p in before and p in after]
+    if not used or seconds <= 0:
+        return None
+    return round(sum(used) / seconds, 3)
 
 
 def _cores(
