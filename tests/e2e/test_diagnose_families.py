@@ -11,7 +11,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +30,8 @@ from tests.lib.workspaces import (
     clone,
     expand,
 )
+from tools.probes import live
+from tools.probes._common import Context
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -100,6 +105,30 @@ def test_ineffective_monkeypatch_is_found_in_the_log(monkeypatch_scenario: Scena
     assert_grounded(state, ledger, report)
 
 
+@contextmanager
+def running(ws: Path, console: Path, until: str, *flags: str) -> Iterator[None]:
+    """The reference trainer resumed in ``ws`` for ever with ``flags``, in the
+    background, until its console shows ``until``; killed after."""
+    argv = [sys.executable, "-m", "examples.dflash_trainer", "train", "--workspace", str(ws)]
+    with console.open("wb") as out:
+        proc = subprocess.Popen(
+            [*argv, *SMALL, "--steps", "100000", "--resume", *flags],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 240
+        while until not in console.read_text(errors="replace"):
+            assert proc.poll() is None, console.read_text()[-3000:]
+            assert time.monotonic() < deadline, console.read_text()[-3000:]
+            time.sleep(0.5)
+        yield
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def test_the_same_fallback_seen_live_in_the_workers_stacks(
     good_workspace: Path, tmp_path: Path
 ) -> None:
@@ -109,26 +138,45 @@ def test_the_same_fallback_seen_live_in_the_workers_stacks(
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     expand(ws, CHURN_ADD, CHURN_LENGTHS)
-    console = tmp_path / "console.log"
-    argv = [sys.executable, "-m", "examples.dflash_trainer", "train", "--workspace", str(ws)]
-    flags = ["--steps", "100000", "--resume", "--recompile-limit", "1"]
-    with console.open("wb") as out:
-        proc = subprocess.Popen(
-            [*argv, *SMALL, *flags], cwd=REPO, stdout=out, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + 240
-        while " step 120 " not in console.read_text(errors="replace"):
-            assert proc.poll() is None, console.read_text()[-3000:]
-            assert time.monotonic() < deadline, console.read_text()[-3000:]
-            time.sleep(0.5)
+    with running(ws, tmp_path / "console.log", " step 120 ", "--recompile-limit", "1"):
         state, ledger, report = diagnose(ws)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
     eager = only(state, "silent_eager_fallback")
     said = sentences(eager)
     live = [s for s in said if " in flex_attention's eager path = " in s]
     assert live and live[0].startswith("samples of thread '"), said
     assert state.verdict == "fault_found"
     assert_grounded(state, ledger, report)
+
+
+def test_a_healthy_threaded_trainer_running_compiled_code_live(
+    good_workspace: Path, tmp_path: Path
+) -> None:
+    """The good run resumed, nothing changed: its device threads are sampled in inductor's
+    compiled code (its cache under the workspace) and never in flex_attention's eager
+    path; no family is a fault, the eager fallback not even verified."""
+    ws = clone(good_workspace, tmp_path / "ws")
+    snapshot(ws)
+    with running(ws, tmp_path / "console.log", " step 120 "):
+        state, ledger, report = diagnose(ws)
+        # Compiled flex_attention is a small share of a step here (about one sample in
+        # eight shows it): fifty samples, so that its absence would mean something.
+        params = {"match": [], "workspace": str(ws), "samples": 50, "spacing": 0.05}
+        longer = live.collect(params, Context())
+    assert state.verdict != "fault_found", explain(state)
+    assert statuses(state).get("silent_eager_fallback", {"refuted"}) != {"verified"}
+    (fact,) = [ledger.get(i) for i in state.facts if ledger.get(i).probe == "live"]
+    for value in (fact.value, longer):
+        seen = activities(value)
+        assert "eager_attention" not in seen and "compiling" not in seen, seen
+    assert activities(longer).get("compiled_code", 0) >= 1, activities(longer)
+    assert_grounded(state, ledger, report)
+
+
+def activities(value: Any) -> dict[str, int]:
+    """Samples per activity over the live fact's threads."""
+    seen: dict[str, int] = {}
+    for proc in value["processes"]:
+        for thread in proc["threads"]:
+            for activity, k in (thread.get("activities") or {}).items():
+                seen[activity] = seen.get(activity, 0) + k
+    return seen

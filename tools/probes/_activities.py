@@ -1,16 +1,17 @@
 """What a thread is doing, from one sampled stack: the one table that maps frames to
 activities.
 
-A stack is read innermost frame first. Each row of ``CONTEXTS`` names a module path (and,
-where one function says it, the function) of the real library it matches, and where that
-was read; the first row any frame of the stack matches, in the table's order, is the
-thread's activity: a thread whose own code sleeps inside a data loader's ``__getitem__``
-is loading data, one inside a collective is in the collective. Where no row matches, the
-innermost frame says it, by its source line as the target's file has it: a line that
-sleeps, that waits (``.acquire(``, ``.wait(``, ``.join(``, ``.get()``), or that enters a
-``with`` block while py-spy sees the thread idle (a lock another thread holds); else the
-trainer's own code when the frame is outside the standard library and installed
-packages; else ``idle`` for a thread py-spy saw idle, ``python`` otherwise.
+A stack is read innermost frame first. Each row of ``CONTEXTS`` names a module path (a
+regular expression; and, where one function says it, the function's name) of the real
+library it matches, and where that was read; the first row any frame of the stack
+matches, in the table's order, is the thread's activity: a thread whose own code sleeps
+inside a data loader's ``__getitem__`` is loading data, one inside a collective is in the
+collective. Where no row matches, the innermost frame says it, by its source line as the
+target's file has it: a line that sleeps, that waits (``.acquire(``, ``.wait(``,
+``.join(``, ``.get()``), or that enters a ``with`` block while py-spy sees the thread
+idle (a lock another thread holds); else the trainer's own code when the frame is
+outside the standard library and installed packages; else ``idle`` for a thread py-spy
+saw idle, ``python`` otherwise.
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 """
@@ -26,44 +27,66 @@ __all__ = ["ACTIVITIES", "CONTEXTS", "classify", "is_library"]
 
 class Context(NamedTuple):
     activity: str
-    path: str  # a piece of the frame's file path, "/"-separated
+    path: str  # a regular expression searched in the frame's file path, "/"-separated
     function: str  # a function name the frame's must start with; "" for any
     read_in: str  # where the match was read (the library's own source)
 
 
+def _in(path: str) -> str:
+    return re.escape(path)
+
+
 # Order is precedence: the outermost meaning of a stack wins over what its inner frames
-# happen to be doing (a collective's wait, a loader's user code).
+# happen to be doing (a collective's wait, a loader's user code). Running a compiled
+# graph comes before compiling's broad rows: inductor's runtime (output_code.py) lives in
+# the same package as its compiler.
 CONTEXTS: Sequence[Context] = (
     # torch/distributed/distributed_c10d.py: all_reduce, broadcast, barrier, … each wait on
     # the process group's work object.
-    Context("collective", "torch/distributed/distributed_c10d.py", "", "torch 2.11-2.13"),
-    Context("collective", "torch/distributed/", "barrier", "torch 2.11-2.13"),
+    Context("collective", _in("torch/distributed/distributed_c10d.py"), "", "torch 2.11-2.13"),
+    Context("collective", _in("torch/distributed/"), "barrier", "torch 2.11-2.13"),
     # torch/utils/data/dataloader.py: _BaseDataLoaderIter.__next__, _next_data; the fetchers
     # in torch/utils/data/_utils/fetch.py call the dataset's __getitem__.
-    Context("data_loading", "torch/utils/data/", "", "torch 2.11-2.13"),
+    Context("data_loading", _in("torch/utils/data/"), "", "torch 2.11-2.13"),
     # FX symbolic tracing: torch/fx/_symbolic_trace.py Tracer.trace, symbolic_trace.
-    Context("fx_tracing", "torch/fx/_symbolic_trace.py", "", "torch 2.11-2.13"),
+    Context("fx_tracing", _in("torch/fx/_symbolic_trace.py"), "", "torch 2.11-2.13"),
     # dynamo turning a frame into a graph: torch/_dynamo/convert_frame.py,
     # symbolic_convert.py (InstructionTranslator); inductor lowering and compiling:
-    # torch/_inductor/compile_fx.py, graph.py, codecache.py; AOT autograd's tracing.
-    Context("compiling", "torch/_dynamo/convert_frame.py", "", "torch 2.11-2.13"),
-    Context("compiling", "torch/_dynamo/symbolic_convert.py", "", "torch 2.11-2.13"),
-    Context("compiling", "torch/_inductor/", "", "torch 2.11-2.13"),
-    Context("compiling", "torch/_functorch/_aot_autograd/", "aot_", "torch 2.11-2.13"),
+    # torch/_inductor/compile_fx.py; AOT autograd's tracing.
+    Context("compiling", _in("torch/_dynamo/convert_frame.py"), "", "torch 2.11-2.13"),
+    Context("compiling", _in("torch/_dynamo/symbolic_convert.py"), "", "torch 2.11-2.13"),
+    Context("compiling", _in("torch/_inductor/compile_fx.py"), "", "torch 2.11-2.13"),
     # flex_attention run eagerly: torch/nn/attention/flex_attention.py calls the
-    # higher-order op, whose eager path is _math_attention in
+    # higher-order op, whose eager path is math_attention / _math_attention_inner in
     # torch/_higher_order_ops/flex_attention.py (the unfused implementation).
-    Context("eager_attention", "torch/_higher_order_ops/flex_attention.py", "", "torch 2.11-2.13"),
-    # Code inductor generated and a compiled graph's runtime wrappers.
-    Context("compiled_code", "torchinductor", "", "inductor's generated modules (cache dir)"),
+    Context(
+        "eager_attention", _in("torch/_higher_order_ops/flex_attention.py"), "", "torch 2.11-2.13"
+    ),
+    # A compiled graph running: inductor's generated module (``Runner.call``, ``call``) in
+    # its cache, ``<cache>/<2 chars>/c<hash>.py`` (the default cache is
+    # /tmp/torchinductor_<user>; TORCHINDUCTOR_CACHE_DIR moves it), called by
+    # CompiledFxGraph.__call__ in torch/_inductor/output_code.py through AOT autograd's
+    # runtime wrappers; and dynamo's compile_wrapper running a compiled frame's code
+    # (torch/_dynamo/eval_frame.py, _TorchDynamoContext.__call__; its DisableContext
+    # only turns dynamo off around a call, as torch.optim's methods do).
+    Context("compiled_code", r"/[0-9a-z]{2}/c[0-9a-z]{40,}\.py$", "", "inductor's cache"),
+    Context("compiled_code", _in("torchinductor"), "", "inductor's default cache dir"),
+    Context("compiled_code", _in("torch/_inductor/output_code.py"), "", "torch 2.13"),
     Context(
         "compiled_code",
-        "torch/_functorch/_aot_autograd/runtime_wrappers.py",
+        _in("torch/_functorch/_aot_autograd/runtime_wrappers.py"),
         "",
         "torch 2.11-2.13",
     ),
-    Context("compiled_code", "torch/_dynamo/eval_frame.py", "", "torch 2.11-2.13"),
+    Context(
+        "compiled_code", _in("torch/_dynamo/eval_frame.py"), "_TorchDynamoContext", "torch 2.13"
+    ),
+    # Anything else of inductor or AOT autograd's tracing on the stack is compiling.
+    Context("compiling", _in("torch/_inductor/"), "", "torch 2.11-2.13"),
+    Context("compiling", _in("torch/_functorch/_aot_autograd/"), "aot_", "torch 2.11-2.13"),
 )
+
+_MATCHERS = tuple((re.compile(row.path), row) for row in CONTEXTS)
 
 ACTIVITIES = (
     "collective",
@@ -109,10 +132,10 @@ def is_library(filename: str) -> bool:
 
 
 def _context(frames: Sequence[Any]) -> str | None:
-    for row in CONTEXTS:
-        for frame in frames:
-            path = str(frame.get("filename") or "").replace("\\", "/")
-            if row.path in path and str(frame.get("name") or "").startswith(row.function):
+    paths = [str(frame.get("filename") or "").replace("\\", "/") for frame in frames]
+    for pattern, row in _MATCHERS:
+        for k, path in enumerate(paths):
+            if pattern.search(path) and str(frames[k].get("name") or "").startswith(row.function):
                 return row.activity
     return None
 
