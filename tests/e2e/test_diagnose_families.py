@@ -8,6 +8,7 @@ command or a real run. One run per family, shared by its asserts.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -106,9 +107,12 @@ def test_ineffective_monkeypatch_is_found_in_the_log(monkeypatch_scenario: Scena
 
 
 @contextmanager
-def running(ws: Path, console: Path, until: str, *flags: str) -> Iterator[None]:
-    """The reference trainer resumed in ``ws`` for ever with ``flags``, in the
-    background, until its console shows ``until``; killed after."""
+def running(
+    ws: Path, console: Path, until: str, *flags: str, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    """The reference trainer resumed in ``ws`` for ever with ``flags`` (and ``env`` added
+    to its environment), in the background, until its console shows ``until``; killed
+    after."""
     argv = [sys.executable, "-m", "examples.dflash_trainer", "train", "--workspace", str(ws)]
     with console.open("wb") as out:
         proc = subprocess.Popen(
@@ -116,6 +120,7 @@ def running(ws: Path, console: Path, until: str, *flags: str) -> Iterator[None]:
             cwd=REPO,
             stdout=out,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
         )
     try:
         deadline = time.monotonic() + 240
@@ -129,21 +134,27 @@ def running(ws: Path, console: Path, until: str, *flags: str) -> Iterator[None]:
         proc.wait(timeout=30)
 
 
-def test_the_same_fallback_seen_live_in_the_workers_stacks(
+def test_a_fallback_nothing_printed_is_seen_in_the_live_workers_stacks(
     good_workspace: Path, tmp_path: Path
 ) -> None:
-    """The fallback diagnosed while the trainer runs: besides torch's warnings, the live
-    stacks show a worker thread inside flex_attention's unfused path (what a compiled
-    flex_attention never shows), a claim of the family's own, naming the thread."""
+    """The fallback with no word of it printed (torch's dynamo logs turned down to errors,
+    Python's warnings ignored), diagnosed while the trainer runs: the live stacks show a
+    worker thread inside flex_attention's unfused path (what a compiled flex_attention
+    never shows), the one sign of it, naming the thread."""
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     expand(ws, CHURN_ADD, CHURN_LENGTHS)
-    with running(ws, tmp_path / "console.log", " step 120 ", "--recompile-limit", "1"):
+    quiet = {"TORCH_LOGS": "-dynamo", "PYTHONWARNINGS": "ignore"}
+    console = tmp_path / "console.log"
+    with running(ws, console, " step 120 ", "--recompile-limit", "1", env=quiet):
         state, ledger, report = diagnose(ws)
+    assert "recompile_limit" not in console.read_text() and "Warning" not in console.read_text()
     eager = only(state, "silent_eager_fallback")
     said = sentences(eager)
     live = [s for s in said if " in flex_attention's eager path = " in s]
     assert live and live[0].startswith("samples of thread '"), said
+    signs = [s for s in said if s.startswith(("recompile-limit", "uncompiled", "eager-fallback"))]
+    assert signs == [], said
     assert state.verdict == "fault_found"
     assert_grounded(state, ledger, report)
 
