@@ -722,16 +722,20 @@ def _metrics(ledger: Ledger, state: DiagnosisState, judged: Judged | None) -> di
     host = observed(latest(ledger, state.facts, "host"))
     found = subject(trainlog)
     who = found.who if found is not None else ""
+    # The quantity in the trainer's own unit ("drafter tokens/s", "samples/s"): the
+    # metric keeps its name, the label says what the number is.
     if judged is not None:
         out["tokens_per_s"] = Metric(
-            value=judged.value, cites=[judged.value_fact], label=f"{who}tokens/s"
+            value=judged.value,
+            cites=[judged.value_fact],
+            label=judged.label.partition(" (")[0],
         )
     if trainlog is not None:
         for key, path, label in (
             (
                 "tokens_per_s",
                 found.path if found else ("throughput", "recent_median"),
-                f"{who}tokens/s",
+                found.label.partition(" (")[0] if found else "tokens/s",
             ),
             ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
         ):

@@ -83,6 +83,8 @@ def test_a_health_check_of_a_live_trainer_writes_nothing_and_never_stops_it(
         trainer.wait(timeout=30)
     assert done.stdout.strip(), done.stderr.decode()[-3000:]
     (checked,) = json.loads(done.stdout)["targets"]
+    # Its figures are labelled in the trainer's own unit: the loop states samples/s.
+    assert checked["metrics"]["tokens_per_s"]["label"] == "samples/s", checked["metrics"]
     calls = [line.split(None, 1)[1] for line in trace.read_text().splitlines() if " " in line]
     root = str(ws)
     writes = [
