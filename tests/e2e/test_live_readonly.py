@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lib.foreign_trainers import FOREIGN, offline_env, write_launcher
+from tests.lib.foreign_trainers import start_in_background
 from tests.lib.need import need
 from tools.transcript import read_transcript
 
@@ -35,17 +35,8 @@ def test_a_health_check_of_a_live_trainer_writes_nothing_and_never_stops_it(
 ) -> None:
     need(shutil.which("strace") is not None, "strace", "apt-get install strace")
     ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy(FOREIGN / "loop_train.py", ws / "train.py")
-    write_launcher(ws, before="export OMP_NUM_THREADS=1")
+    trainer = start_in_background("loop_train.py", ws, "--log-every", "10")
     log = ws / "runs" / "progress.csv"
-    trainer = subprocess.Popen(
-        ["sh", str(ws / "launch.sh"), "--log-every", "10"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=offline_env(),
-    )
     trace = tmp_path / "trace"
     try:
         deadline = time.monotonic() + 120

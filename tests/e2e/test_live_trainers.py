@@ -23,7 +23,7 @@ from agent.progress import STALL_FLOOR
 from agent.report.threads import COLORS
 from tests.lib import oracle
 from tests.lib.browser import browse
-from tests.lib.foreign_trainers import CLI, FOREIGN, cli, offline_env, write_launcher
+from tests.lib.foreign_trainers import CLI, FOREIGN, cli, offline_env, start_in_background
 from tests.lib.need import need
 from tests.lib.pngread import pixels
 from tests.lib.sshd import SSHServer
@@ -37,16 +37,7 @@ def deadlocked(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     train, then take two locks in opposite orders at step 40; yields once its log has
     been quiet past the doctor's stall floor, kills it after."""
     ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy(FOREIGN / "locks_train.py", ws / "train.py")
-    write_launcher(ws, before="export OMP_NUM_THREADS=1")
-    proc = subprocess.Popen(
-        ["sh", str(ws / "launch.sh"), "--deadlock-after", "40"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=offline_env(),
-    )
+    proc = start_in_background("locks_train.py", ws, "--deadlock-after", "40")
     log = ws / "logs" / "metrics.jsonl"
     try:
         deadline = time.monotonic() + STALL_FLOOR + 120
@@ -138,17 +129,8 @@ def test_a_busy_neighbour_that_slows_a_plain_loop_is_named_with_its_cpu(
     queued for them, and the neighbours named with their CPU: host contention,
     verified, explaining the drop."""
     ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy(FOREIGN / "loop_train.py", ws / "train.py")
-    write_launcher(ws, before="export OMP_NUM_THREADS=1")
+    proc = start_in_background("loop_train.py", ws, "--log-every", "10")
     log = ws / "runs" / "progress.csv"
-    proc = subprocess.Popen(
-        ["sh", str(ws / "launch.sh"), "--log-every", "10"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=offline_env(),
-    )
     hogs: list[subprocess.Popen[bytes]] = []
     try:
         wait_records(log, proc, 80, ws)

@@ -117,6 +117,22 @@ def write_launcher(ws: Path, before: str = "") -> None:
     (ws / "launch.sh").chmod(0o755)
 
 
+def start_in_background(script: str, ws: Path, *args: str) -> subprocess.Popen[bytes]:
+    """tests/lib/foreign/``script`` copied into the new workspace ``ws`` as its
+    ``train.py``, started by its launch file (one intra-op thread) with ``args``, in the
+    background, its console going to ``train.log``."""
+    ws.mkdir()
+    shutil.copy(FOREIGN / script, ws / "train.py")
+    write_launcher(ws, before="export OMP_NUM_THREADS=1")
+    return subprocess.Popen(
+        ["sh", str(ws / "launch.sh"), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=offline_env(),
+    )
+
+
 def launch(ws: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["sh", str(ws / "launch.sh"), *args],
