@@ -327,14 +327,16 @@ while True:
 
 
 def carried_run(tmp_path: Path, target: str, *extra: str) -> tuple[dict[str, Any], int]:
-    """``diagnose`` of BARE, running under the system Python, with a PATH that holds no
-    py-spy; the report and the trainer's pid."""
+    """``diagnose`` of BARE, running under the system Python, both with a PATH that holds
+    no py-spy; the report and the trainer's pid."""
     need(SYSTEM_PYTHON.exists(), "/usr/bin/python3", "the target's own Python")
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "train.py").write_text(BARE)
-    proc = subprocess.Popen([str(SYSTEM_PYTHON), "train.py"], cwd=ws, stdout=subprocess.PIPE)
     env = {**offline_env(XDG_STATE_HOME=str(tmp_path / "state")), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen(
+        [str(SYSTEM_PYTHON), "train.py"], cwd=ws, stdout=subprocess.PIPE, env=env
+    )
     env["TMPDIR"] = str(tmp_path / "tmp")
     (tmp_path / "tmp").mkdir()
     try:

@@ -385,3 +385,31 @@ def test_a_process_s_memory_and_its_children_s_cpu_are_read(tmp_path: Path) -> N
     assert 0 < memory["available_bytes"] <= memory["total_bytes"]
     if Path("/proc/pressure/memory").exists():
         assert set(memory["pressure"]) >= {"some_avg10"}
+
+
+def test_py_spy_is_found_in_the_trainers_own_environment(tmp_path: Path) -> None:
+    """A trainer whose PATH holds a directory with py-spy in it, and one started by the
+    Python of a virtualenv that has py-spy beside it: each is where the probe finds it."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "py-spy").symlink_to(py_spy())
+    bare = Path("/usr/bin/python3")
+    need(bare.exists(), "/usr/bin/python3", "a Python with no py-spy beside it")
+    script = "import time; print('ready', flush=True); time.sleep(600)"
+    env = {"PATH": f"/usr/bin:{tools}:/bin"}
+    by_path = subprocess.Popen([str(bare), "-c", script], stdout=subprocess.PIPE, env=env)
+    by_venv = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env)
+    try:
+        for proc in (by_path, by_venv):
+            assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        found = live.trainer_py_spy([by_path.pid])
+        assert found == (str(tools / "py-spy"), f"the trainer's PATH (pid {by_path.pid})")
+        found = live.trainer_py_spy([by_venv.pid])
+        beside = str(Path(sys.executable).parent / "py-spy")
+        assert found == (beside, f"beside the trainer's Python (pid {by_venv.pid})")
+    finally:
+        for proc in (by_path, by_venv):
+            proc.kill()
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()

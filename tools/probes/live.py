@@ -12,11 +12,12 @@ first.
 
 Each thread's samples are classified (``_activities``); the fact keeps, per thread, how
 many samples fell in each activity, its CPU share, and a representative stack (the first
-sample of its most frequent activity) with the innermost frame's source line. Where py-spy
-is not on the target (its PATH, the trainer's interpreter's directory, the path the
-doctor names), or it may not attach, the fact says so with the remedy for the kind of
-host it is; the CPU and host figures are still read. (A diagnosis then carries the
-controller's own py-spy there and runs this probe again: ``tools.carry``.)
+sample of its most frequent activity) with the innermost frame's source line. py-spy is
+looked for at the path the doctor names, on the probe's PATH, beside the target's Python,
+then in the trainer's own environment (its PATH, the directory of the Python its command
+line names). Where there is none, or it may not attach, the fact says so with the remedy
+for the kind of host it is; the CPU and host figures are still read. (A diagnosis then
+carries the controller's own py-spy there and runs this probe again: ``tools.carry``.)
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8. Linux only.
 """
@@ -200,6 +201,34 @@ def find_py_spy(given: str | None) -> tuple[str | None, str]:
     return None, ""
 
 
+def trainer_py_spy(pids: list[int]) -> tuple[str | None, str]:
+    """py-spy in a trainer process's own environment: a directory of its PATH, or the
+    directory of the Python its command line names (its virtualenv's ``bin``)."""
+    for pid in pids:
+        dirs = []
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read(4096).split(b"\0", 1)[0].decode("utf-8", "replace")
+            if os.path.isabs(argv0):
+                dirs.append((os.path.dirname(argv0), f"beside the trainer's Python (pid {pid})"))
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read(1 << 20).split(b"\0")
+        except OSError:
+            env = []
+        for entry in env:
+            if entry.startswith(b"PATH="):
+                path = entry[5:].decode("utf-8", "replace")
+                dirs += [(d, f"the trainer's PATH (pid {pid})") for d in path.split(":") if d]
+        for directory, where in dirs:
+            candidate = os.path.join(directory, "py-spy")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate, where
+    return None, ""
+
+
 def dump(py_spy: str, pid: int) -> tuple[list[Any] | None, str | None]:
     """One nonblocking dump of ``pid``'s threads, or why there is none."""
     try:
@@ -361,6 +390,8 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     if py_spy is not None and params.get("py_spy_carried"):
         found_in = "carried over the transport to a private temporary file, removed after"
     pids = _targets(params)
+    if py_spy is None:
+        py_spy, found_in = trainer_py_spy(pids)
     if not pids:
         samples = 0  # nothing runs: no window to wait for
     tick = float(os.sysconf("SC_CLK_TCK"))
