@@ -4,7 +4,10 @@ The evidence, as the incident had it: torch's own error text in the stdout log, 
 a worker thread; compiled wrappers that bind the FX check when they are created (so a
 process-global tracing flag set by one thread trips another's compiled call); and, where
 the installed torch does not hold its compiling flag during compilation, a concurrent
-compile alone is enough to set it off (torch <= 2.11; see ../shared/experiments).
+compile alone is enough to set it off (torch <= 2.11; see ../shared/experiments). Where
+no error was printed (``error_on_nested_fx_trace`` off: the calls run eagerly), the live
+probe can catch it in the act: a stack dump in which one thread FX-traces while another
+is inside a compiled function.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from __future__ import annotations
 from agent.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, binds_check_at_wrap, has, ref
+from agent.rules.live_threads import as_dict, processes
 
 FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
 
 class FxTraceRace:
     kind: Kind = "fx_trace_race"
-    needs = frozenset({"stdoutlog", "torch_source", "checkpoints", "pyenv"})
+    needs = frozenset({"stdoutlog", "torch_source", "checkpoints", "pyenv", "live"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         log = evidence.latest("stdoutlog")
@@ -26,12 +30,19 @@ class FxTraceRace:
         if log is None:
             return []
         sig = ("signatures", "fx_nested_trace")
-        claims = [
-            Claim(
-                predicate=AtLeast(a=ref(log, *sig, "count", label="FX-trace error lines"), value=1)
-            )
-        ]
         count = evidence.value("stdoutlog", *sig, "count")
+        caught = self._caught(evidence)
+        if caught and not (isinstance(count, int) and count > 0):
+            # No error printed (the race running eagerly), but seen in the live stacks.
+            claims = caught
+        else:
+            claims = [
+                Claim(
+                    predicate=AtLeast(
+                        a=ref(log, *sig, "count", label="FX-trace error lines"), value=1
+                    )
+                )
+            ]
         if isinstance(count, int) and count > 0:
             claims.append(
                 Claim(
@@ -95,6 +106,28 @@ class FxTraceRace:
                 weight=weight + 2,
             )
         ]
+
+    def _caught(self, evidence: Evidence) -> list[Claim]:
+        """The race caught in the act by the live probe: in one stack dump, a thread FX
+        tracing while another thread of the same process was inside a compiled function
+        (``fx_trace_overlaps``); the first process where it was."""
+        live = evidence.latest("live")
+        if live is None or not live.ok:
+            return []
+        for i, proc in enumerate(processes(live)):
+            found = as_dict(proc.get("fx_trace_overlaps"))
+            if not found.get("samples"):
+                continue
+            names = {as_dict(t).get("tid"): as_dict(t).get("name") for t in proc["threads"]}
+            tracer, caller = found.get("tracer"), found.get("caller")
+            label = (
+                f"samples of pid {proc.get('pid')} in which thread {names.get(tracer)!r} "
+                f"(tid {tracer}) FX-traced while thread {names.get(caller)!r} (tid {caller}) "
+                "was inside a compiled function"
+            )
+            at = ("processes", i, "fx_trace_overlaps", "samples")
+            return [Claim(predicate=AtLeast(a=ref(live, *at, label=label), value=1))]
+        return []
 
     def _setting(self, evidence: Evidence) -> list[Claim]:
         """Where the race lives, as the incident asked: the workers were threads of one

@@ -402,3 +402,25 @@ def test_py_spy_is_carried_through_the_real_sshd_too(
     )
     path = Path(assert_carried(report, pid))
     assert not path.parent.exists(), path
+
+
+def test_the_fx_race_running_silently_is_caught_in_the_act(tmp_path: Path) -> None:
+    """tests/lib/foreign/fx_race_train.py: a worker thread calls a compiled function
+    while an exporter thread FX-traces a module in a loop, dynamo's nested-trace error
+    off, so nothing is printed. The live stacks show the exporter tracing while the
+    worker is inside the compiled function, in one dump: the FX race, verified."""
+    ws = tmp_path / "ws"
+    proc = start_in_background("fx_race_train.py", ws, "--nested", "eager")
+    log = ws / "logs" / "steps.jsonl"
+    try:
+        wait_records(log, proc, 20, ws)
+        report = diagnose(ws, tmp_path / "state")
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert "Detected that you are using FX" not in (ws / "train.log").read_text()
+    (race,) = [h for h in report["hypotheses"] if h["kind"] == "fx_trace_race"]
+    assert race["status"] == "verified", race
+    (caught,) = [c["text"] for c in race["claims"] if " FX-traced while thread " in c["text"]]
+    assert "thread 'exporter'" in caught and "thread 'worker-0'" in caught, caught
+    assert report["verdict"] == "fault found"

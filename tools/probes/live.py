@@ -283,7 +283,8 @@ class _Thread:
         self.own: dict[str, int] = {}  # "file:line function" of the innermost own frame
         self.own_innermost = 0  # samples whose innermost frame is the trainer's own code
 
-    def add(self, thread: dict[str, Any]) -> None:
+    def add(self, thread: dict[str, Any]) -> str:
+        """Count one sample of this thread; its activity."""
         frames = [f for f in thread.get("frames") or [] if isinstance(f, dict)]
         top = frames[0] if frames else {}
         text = source_line(str(top.get("filename") or ""), int(top.get("line") or 0))
@@ -304,6 +305,7 @@ class _Thread:
         if own is not None:
             where = f"{own.get('filename')}:{own.get('line')} {own.get('name')}"
             self.own[where] = self.own.get(where, 0) + 1
+        return activity
 
     def summary(self, cpu_s: float | None, seconds: float) -> dict[str, Any]:
         main = (
@@ -401,6 +403,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     threads: dict[int, dict[int, _Thread]] = {p: {} for p in pids}
     errors: dict[int, str] = {}  # the last refusal, per process
     failed: dict[int, int] = {p: 0 for p in pids}
+    overlaps: dict[int, dict[str, Any]] = {}
     for n in range(samples):
         for pid in pids:
             if py_spy is None or (pid in errors and not threads[pid]):
@@ -414,12 +417,14 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 errors[pid] = why or "no dump"
                 failed[pid] += 1
                 continue
+            now: dict[int, str] = {}  # this dump: each thread's activity
             for t in dumped:
                 if not isinstance(t, dict):
                     continue
                 tid = int(t.get("os_thread_id") or 0)
                 seen = threads[pid].setdefault(tid, _Thread(tid, str(t.get("thread_name") or "")))
-                seen.add(t)
+                now[tid] = seen.add(t)
+            _overlap(overlaps.setdefault(pid, {"samples": 0}), now)
         ready.append(runnable())
         if n + 1 < samples:
             time.sleep(spacing)
@@ -460,6 +465,9 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
                 # Set when no sample could be read; ``failed_samples`` counts the others.
                 "stacks_error": errors.get(pid) if not threads[pid] else None,
                 "failed_samples": failed[pid],
+                # Samples in which one thread FX-traced while another was inside a
+                # compiled function: the incident's race, caught in the act.
+                "fx_trace_overlaps": overlaps.get(pid, {"samples": 0}),
             }
         )
     return {
@@ -527,6 +535,23 @@ def memory() -> dict[str, Any]:
     except (OSError, ValueError, KeyError):
         pass
     return out
+
+
+CALLING_COMPILED = ("compiled_code", "eager_attention")
+
+
+def _overlap(found: dict[str, Any], now: dict[int, str]) -> None:
+    """Count a dump in which a thread was FX tracing while another was inside a compiled
+    function (running it, or its eager fallback), and keep the first such pair."""
+    tracers = sorted(tid for tid, a in now.items() if a == "fx_tracing")
+    callers = sorted(tid for tid, a in now.items() if a in CALLING_COMPILED)
+    pair = next(((t, c) for t in tracers for c in callers if c != t), None)
+    if pair is None:
+        return
+    found["samples"] += 1
+    if "tracer" not in found:
+        found["tracer"], found["caller"] = pair
+        found["caller_activity"] = now[pair[1]]
 
 
 def _uid(pid: int) -> int | None:
