@@ -7,7 +7,8 @@ in (a dataset's ``__getitem__``) and the line are cited where the stacks show on
 The evidence is the live fact (``tools.probes.live``): per thread, the activity most of
 its samples fell in (``tools.probes._activities``: any frame under ``torch/utils/data/``
 makes a stack ``data_loading``, whatever its inner frames do), its share, the innermost
-frame of the trainer's own code, the process's data-loader children. The thread tested
+frame of the trainer's own code, the process's data-loader children and the cores they
+used over the window. The thread tested
 is the one with the most samples loading data, else the busiest (then refuted).
 """
 
@@ -47,6 +48,13 @@ class InputBound:
         if thread.get("own_frame"):
             label = f"{name}'s frame in the trainer's code"
             claims.append(Claim(predicate=Exists(a=ref(live, *at, "own_frame", label=label))))
+        kids = proc.get("children") or []
+        if kids and proc.get("children_cpu_share") is not None:
+            # Its data-loader workers: how busy they were says where the input's time goes
+            # (their work, or a wait they share).
+            label = f"cores pid {proc.get('pid')}'s {len(kids)} child process(es) used"
+            at_proc = ("processes", i, "children_cpu_share")
+            claims.append(Claim(predicate=Exists(a=ref(live, *at_proc, label=label))))
         return Hypothesis(
             kind="input_bound",
             claims=tuple(claims),

@@ -424,3 +424,24 @@ def test_the_fx_race_running_silently_is_caught_in_the_act(tmp_path: Path) -> No
     (caught,) = [c["text"] for c in race["claims"] if " FX-traced while thread " in c["text"]]
     assert "thread 'exporter'" in caught and "thread 'worker-0'" in caught, caught
     assert report["verdict"] == "fault found"
+
+
+def test_a_loop_waiting_on_busy_data_loader_workers_is_input_bound(tmp_path: Path) -> None:
+    """tests/lib/foreign/loader_train.py: a DataLoader's two worker processes do real work
+    per item while the model step is tiny. The loop's thread waits inside torch's data
+    loader in its samples; the cores its workers used are cited: input-bound."""
+    ws = tmp_path / "ws"
+    proc = start_in_background("loader_train.py", ws, "--workers", "2")
+    log = ws / "logs" / "metrics.jsonl"
+    try:
+        wait_records(log, proc, 6, ws)
+        report = diagnose(ws, tmp_path / "state")
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    found = [h for h in report["hypotheses"] if h["kind"] == "input_bound"]
+    (main,) = [h for h in found if f"of pid {proc.pid}" in " ".join(c["text"] for c in h["claims"])]
+    assert main["status"] == "verified", main
+    said = [c["text"] for c in main["claims"]]
+    (workers,) = [t for t in said if t.startswith(f"cores pid {proc.pid}'s 2 child process(es)")]
+    assert float(workers.split(" = ")[1].split(" ")[0]) > 0.3, workers
