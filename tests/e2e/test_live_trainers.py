@@ -445,24 +445,3 @@ def test_a_loop_waiting_on_busy_data_loader_workers_is_input_bound(tmp_path: Pat
     said = [c["text"] for c in main["claims"]]
     (workers,) = [t for t in said if t.startswith(f"cores pid {proc.pid}'s 2 child process(es)")]
     assert float(workers.split(" = ")[1].split(" ")[0]) > 0.3, workers
-
-
-def test_a_data_loader_worker_killed_ends_the_run_with_torchs_own_error(
-    tmp_path: Path,
-) -> None:
-    """The worker that loads item 200 is killed: torch's DataLoader raises its own error
-    in the loop, and the run ends. Which one is a race inside torch (six runs here: its
-    SIGCHLD handler's "DataLoader worker (pid N) is killed by signal: Killed." three
-    times, its wait's "DataLoader worker (pid(s) N) exited unexpectedly" three times).
-    The diagnosis of what is left is the crash family, citing that line."""
-    ws = tmp_path / "ws"
-    proc = start_in_background("loader_train.py", ws, "--item-work", "2", "--die-at", "200")
-    assert proc.wait(timeout=180) != 0
-    console = (ws / "train.log").read_text()
-    assert "RuntimeError: DataLoader worker (pid" in console, console[-2000:]
-    report = diagnose(ws, tmp_path / "state")
-    crashes = [h for h in report["hypotheses"] if h["kind"] == "crash_stated"]
-    verified = [h for h in crashes if h["status"] == "verified"]
-    said = " ".join(c["text"] for h in verified for c in h["claims"])
-    assert "DataLoader worker (pid" in said, crashes
-    assert report["verdict"] == "fault found"

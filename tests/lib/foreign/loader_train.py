@@ -2,16 +2,12 @@
 dataset does real work per item (``--item-work`` rounds of a small matrix product) while
 the model step is tiny: the loop waits on its loader, the workers keep their cores busy.
 Progress in ``logs/metrics.jsonl`` (``step``, ``loss``, ``samples_per_sec``, ``time``).
-``--die-at N``: the worker that loads item N is killed (SIGKILL, as the kernel's OOM
-killer does); torch's loader then ends the loop with its own error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import time
 from pathlib import Path
 
@@ -20,15 +16,13 @@ from torch.utils.data import DataLoader, Dataset
 
 
 class Costly(Dataset[torch.Tensor]):
-    def __init__(self, rounds: int, die_at: int) -> None:
-        self.rounds, self.die_at = rounds, die_at
+    def __init__(self, rounds: int) -> None:
+        self.rounds = rounds
 
     def __len__(self) -> int:
         return 1 << 30
 
     def __getitem__(self, index: int) -> torch.Tensor:
-        if self.die_at and index == self.die_at:
-            os.kill(os.getpid(), signal.SIGKILL)  # the worker dies, as an OOM kill does
         x = torch.full((48, 48), float(index % 7))
         for _ in range(self.rounds):
             x = torch.tanh(x @ x / 48)
@@ -40,13 +34,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--item-work", type=int, default=60)
     parser.add_argument("--log-every", type=int, default=5)
-    parser.add_argument("--die-at", type=int, default=0, help="item whose worker is killed")
     args = parser.parse_args()
     torch.manual_seed(0)
     model = torch.nn.Linear(48, 48)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    data = Costly(args.item_work, args.die_at)
-    loader = DataLoader(data, batch_size=16, num_workers=args.workers)
+    loader = DataLoader(Costly(args.item_work), batch_size=16, num_workers=args.workers)
     log = Path("logs") / "metrics.jsonl"
     log.parent.mkdir(exist_ok=True)
     since = time.perf_counter()
