@@ -392,7 +392,8 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     if py_spy is not None and params.get("py_spy_carried"):
         found_in = "carried over the transport to a private temporary file, removed after"
     pids = _targets(params)
-    if py_spy is None:
+    if py_spy is None and not params.get("py_spy"):
+        # A path the doctor named is the only one tried: the user said where it is.
         py_spy, found_in = trainer_py_spy(pids)
     if not pids:
         samples = 0  # nothing runs: no window to wait for
