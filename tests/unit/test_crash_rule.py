@@ -214,3 +214,18 @@ def test_the_race_outranks_a_crash_beside_it(tmp_path: Path) -> None:
         ("crash_stated", "verified"),
     ], [sentences(h) for h in found]
     assert "NameError raised" in sentences(found[1])
+
+
+def test_another_threads_print_inside_a_traceback_is_not_its_exception(tmp_path: Path) -> None:
+    """Threads share the console: a worker's progress line can land between the frames
+    of another worker's traceback and its exception line (the clean-clone CI run saw
+    "step 50 device=cpu:2 …" read as the exception). A line that does not start with a
+    class name is skipped; the exception line after it is the cause."""
+    ledger = Ledger()
+    crash = thread_crash("drafter-1", texts.NCCL_ERROR)
+    lines = [*PROGRESS, *crash[:-1], "step 50 device=cpu:2 loss=1.2345 acc=0.500", crash[-1]]
+    fact, value = log_fact(tmp_path, lines, ledger)
+    assert list(value["exceptions"]) == ["torch.distributed.DistBackendError"]
+    [h] = checked(ledger, fact)
+    assert h.status == "verified", sentences(h)
+    assert "DistBackendError" in sentences(h) and "step 50 device" not in sentences(h)

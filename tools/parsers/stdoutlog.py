@@ -272,6 +272,10 @@ _TB_CONT = (
 )
 
 
+# An exception line starts with its class: a dotted name, then ":" or the line's end.
+_EXC_LINE = re.compile(rb"[A-Za-z_][\w.]*(?::|\s*$)")
+
+
 def _tb_end(data: bytes, pos: int, prefix: bytes, budget: int) -> tuple[int, int, int]:
     """Find the exception line that ends a traceback, reading lines from ``pos``.
 
@@ -290,7 +294,10 @@ def _tb_end(data: bytes, pos: int, prefix: bytes, budget: int) -> tuple[int, int
             # Same kind of prefix, different text (the clock ticked mid-traceback).
             m = _PREFIX.match(line)
             body = line[m.end() :] if m else line
-        if body.strip() and not body.startswith(_TB_CONT):
+        # A line that does not start with a class name is another thread's print that
+        # landed inside the traceback (they share the console): the exception line is
+        # still to come.
+        if body.strip() and not body.startswith(_TB_CONT) and _EXC_LINE.match(body):
             return pos, end, n
         pos = end + 1
     return -1, -1, n
