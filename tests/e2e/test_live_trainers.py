@@ -404,20 +404,27 @@ def test_py_spy_is_carried_through_the_real_sshd_too(
     assert not path.parent.exists(), path
 
 
+def diagnosed_live(
+    script: str, ws: Path, log: str, records_first: int, *args: str
+) -> tuple[dict[str, Any], int]:
+    """tests/lib/foreign/``script`` running in ``ws`` with ``args``, diagnosed once its
+    ``logs/<log>`` holds ``records_first`` lines; the report and the trainer's pid."""
+    proc = start_in_background(script, ws, *args)
+    try:
+        wait_records(ws / "logs" / log, proc, records_first, ws)
+        return diagnose(ws, ws.parent / "state"), proc.pid
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def test_the_fx_race_running_silently_is_caught_in_the_act(tmp_path: Path) -> None:
     """tests/lib/foreign/fx_race_train.py: a worker thread calls a compiled function
     while an exporter thread FX-traces a module in a loop, dynamo's nested-trace error
     off, so nothing is printed. The live stacks show the exporter tracing while the
     worker is inside the compiled function, in one dump: the FX race, verified."""
     ws = tmp_path / "ws"
-    proc = start_in_background("fx_race_train.py", ws, "--nested", "eager")
-    log = ws / "logs" / "steps.jsonl"
-    try:
-        wait_records(log, proc, 20, ws)
-        report = diagnose(ws, tmp_path / "state")
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
+    report, _ = diagnosed_live("fx_race_train.py", ws, "steps.jsonl", 20, "--nested", "eager")
     assert "Detected that you are using FX" not in (ws / "train.log").read_text()
     (race,) = [h for h in report["hypotheses"] if h["kind"] == "fx_trace_race"]
     assert race["status"] == "verified", race
@@ -430,18 +437,10 @@ def test_a_loop_waiting_on_busy_data_loader_workers_is_input_bound(tmp_path: Pat
     """tests/lib/foreign/loader_train.py: a DataLoader's two worker processes do real work
     per item while the model step is tiny. The loop's thread waits inside torch's data
     loader in its samples; the cores its workers used are cited: input-bound."""
-    ws = tmp_path / "ws"
-    proc = start_in_background("loader_train.py", ws, "--workers", "2")
-    log = ws / "logs" / "metrics.jsonl"
-    try:
-        wait_records(log, proc, 6, ws)
-        report = diagnose(ws, tmp_path / "state")
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
+    report, pid = diagnosed_live("loader_train.py", tmp_path / "ws", "metrics.jsonl", 6)
     found = [h for h in report["hypotheses"] if h["kind"] == "input_bound"]
-    (main,) = [h for h in found if f"of pid {proc.pid}" in " ".join(c["text"] for c in h["claims"])]
+    (main,) = [h for h in found if f"of pid {pid}" in " ".join(c["text"] for c in h["claims"])]
     assert main["status"] == "verified", main
     said = [c["text"] for c in main["claims"]]
-    (workers,) = [t for t in said if t.startswith(f"cores pid {proc.pid}'s 2 child process(es)")]
+    (workers,) = [t for t in said if t.startswith(f"cores pid {pid}'s 2 child process(es)")]
     assert float(workers.split(" = ")[1].split(" ")[0]) > 0.3, workers
