@@ -21,6 +21,7 @@ import pytest
 
 from agent.hypotheses import Hypothesis
 from agent.state import DiagnosisState
+from agent.symptoms import is_fault, slowed
 from tests.lib.diagnosis import assert_grounded, diagnose, explain, snapshot, statuses
 from tests.lib.workspaces import (
     CHURN_ADD,
@@ -164,7 +165,10 @@ def test_a_healthy_threaded_trainer_running_compiled_code_live(
 ) -> None:
     """The good run resumed, nothing changed: its device threads are sampled in inductor's
     compiled code (its cache under the workspace) and never in flex_attention's eager
-    path; no family is a fault, the eager fallback not even verified."""
+    path; the eager fallback is not verified and no family about the trainer is a fault.
+    The machine is shared (the suite's other worker runs beside it): where the run did
+    slow down, the one fault is host contention, naming processes that are not the
+    trainer's (the clean-clone run met exactly that, the other pytest worker named)."""
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     with running(ws, tmp_path / "console.log", " step 120 "):
@@ -173,9 +177,18 @@ def test_a_healthy_threaded_trainer_running_compiled_code_live(
         # eight shows it): fifty samples, so that its absence would mean something.
         params = {"match": [], "workspace": str(ws), "samples": 50, "spacing": 0.05}
         longer = live.collect(params, Context())
-    assert state.verdict != "fault_found", explain(state)
+    faults = [h for h in state.hypotheses if is_fault(h, state.symptoms)]
+    assert {h.kind for h in faults} <= {"host_contention"}, explain(state)
     assert statuses(state).get("silent_eager_fallback", {"refuted"}) != {"verified"}
     (fact,) = [ledger.get(i) for i in state.facts if ledger.get(i).probe == "live"]
+    if faults:
+        value: Any = fact.value
+        trainer = {p["pid"] for p in value["processes"]}
+        named = {o["pid"] for o in value["host"]["others"]}
+        assert named and not named & trainer, value["host"]
+        assert slowed(state.symptoms), explain(state)
+    else:
+        assert state.verdict != "fault_found", explain(state)
     for value in (fact.value, longer):
         seen = activities(value)
         assert "eager_attention" not in seen and "compiling" not in seen, seen
