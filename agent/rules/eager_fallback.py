@@ -1,14 +1,15 @@
 """Silent eager fallback: the drafter runs below the baseline and nothing crashed,
 with a sign that compiled code is not what runs (dynamo hit its recompile limit, logged
 an eager fallback, the trainer was configured to run eager on a nested FX trace, or the
-live trainer's threads are sampled running flex_attention's eager path)."""
+live trainer's threads are sampled running flex_attention's eager path, or compiling for
+most of the window on a run that slowed: a recompile storm)."""
 
 from __future__ import annotations
 
 from agent.claims import AtLeast, AtMost, Claim, Equal, RatioBelow
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref
-from agent.rules.live_threads import as_dict, processes, who
+from agent.rules.live_threads import SHARE, as_dict, doing, processes, who
 from agent.throughput import primary_entry
 
 # Slower than the baseline, not "under half" of it. The incident's run fell to 0.34 (4.3
@@ -22,6 +23,7 @@ from agent.throughput import primary_entry
 # signals say what ran, and no threshold could tell a fallback from load or a cold compile.
 SLOW = 0.9
 EAGER = "eager_attention"  # tools.probes._activities: flex_attention's unfused path
+COMPILING = "compiling"  # tools.probes._activities: dynamo's and inductor's compilers
 
 
 class SilentEagerFallback:
@@ -118,7 +120,10 @@ class SilentEagerFallback:
     def _live_signals(self, evidence: Evidence) -> list[Claim]:
         """Per live trainer process, the thread sampled most often in flex_attention's
         eager (unfused) path: one such stack is what runs now, printed or not (a
-        compiled flex_attention runs inductor's kernel and shows none of its frames)."""
+        compiled flex_attention runs inductor's kernel and shows none of its frames).
+        Else a thread that was compiling for most of the window: on a run past its
+        warm-up whose speed fell (the family's first claim), new compiles are what it
+        does instead of running compiled code."""
         live = evidence.latest("live")
         if live is None or not live.ok:
             return []
@@ -126,10 +131,21 @@ class SilentEagerFallback:
         for i, proc in enumerate(processes(live)):
             threads = [as_dict(t) for t in proc.get("threads") or []]
             counts = [int(as_dict(t.get("activities")).get(EAGER) or 0) for t in threads]
-            if not counts or max(counts) == 0:
+            if counts and max(counts) > 0:
+                j = counts.index(max(counts))
+                label = f"samples of {who(threads[j], proc)} in flex_attention's eager path"
+                at = ("processes", i, "threads", j, "activities", EAGER)
+                out.append(Claim(predicate=AtLeast(a=ref(live, *at, label=label), value=1)))
                 continue
-            j = counts.index(max(counts))
-            label = f"samples of {who(threads[j], proc)} in flex_attention's eager path"
-            at = ("processes", i, "threads", j, "activities", EAGER)
-            out.append(Claim(predicate=AtLeast(a=ref(live, *at, label=label), value=1)))
+            compiling = [
+                (share, j)
+                for j, t in enumerate(threads)
+                if t.get("activity") == COMPILING
+                and isinstance(share := t.get("activity_share"), int | float)
+                and share >= SHARE
+            ]
+            if compiling:
+                j = max(compiling)[1]
+                at_thread = ("processes", i, "threads", j)
+                out.extend(doing(live, at_thread, who(threads[j], proc), COMPILING))
         return out

@@ -444,3 +444,20 @@ def test_a_loop_waiting_on_busy_data_loader_workers_is_input_bound(tmp_path: Pat
     said = [c["text"] for c in main["claims"]]
     (workers,) = [t for t in said if t.startswith(f"cores pid {pid}'s 2 child process(es)")]
     assert float(workers.split(" = ")[1].split(" ")[0]) > 0.3, workers
+
+
+def test_a_recompile_storm_is_compiled_code_not_running(tmp_path: Path) -> None:
+    """tests/lib/foreign/recompile_train.py: warm on one length for 12 records, then a new
+    length at every step, compiled with dynamic=False and the recompile limit raised in
+    the worker, nothing printed. The run slows, and its worker is sampled compiling for
+    most of the window: compiled code not running (the eager-fallback family), verified
+    on the live stacks alone."""
+    report, pid = diagnosed_live("recompile_train.py", tmp_path / "ws", "steps.jsonl", 20)
+    (fallback,) = [h for h in report["hypotheses"] if h["kind"] == "silent_eager_fallback"]
+    assert fallback["status"] == "verified", fallback
+    said = [c["text"] for c in fallback["claims"]]
+    assert any(
+        t.startswith("what thread 'worker-0'") and f"of pid {pid} mostly did = 'compiling'" in t
+        for t in said
+    ), said
+    assert report["verdict"] == "fault found"
