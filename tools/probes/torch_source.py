@@ -27,6 +27,7 @@ import os
 import sys
 from typing import Any
 
+from . import _torch_build
 from ._common import SOURCE_MAX, Context, ProbeFailure, TypedDict, read_capped
 from .pyenv import find_package, search_path
 
@@ -56,6 +57,7 @@ class TorchSourceValue(TypedDict):
     holds_compiling_flag: Answer
     is_fx_symbolic_tracing: dict[str, Any]
     dynamo_config_defaults: dict[str, Any]
+    build: dict[str, _torch_build.BuildAnswer]  # what this build does (_torch_build)
     files: dict[str, str | None]  # relative path -> error, None when parsed
 
 
@@ -256,6 +258,7 @@ def collect(params: dict[str, Any], ctx: Context) -> TorchSourceValue:
         "compiler": "compiler/__init__.py",
         "symbolic_trace": "fx/_symbolic_trace.py",
         "config": "_dynamo/config.py",
+        **{k: v for k, v in _torch_build.FILES.items() if k not in ("symbolic_trace", "config")},
     }
     parsed: dict[str, tuple[ast.Module | None, str, str | None]] = {}
     files: dict[str, str | None] = {}
@@ -285,6 +288,9 @@ def collect(params: dict[str, Any], ctx: Context) -> TorchSourceValue:
         ),
         "is_fx_symbolic_tracing": fx_function(st, st_src, "torch/" + rels["symbolic_trace"]),
         "dynamo_config_defaults": config_defaults(cfg, cfg_src),
+        "build": _torch_build.read(
+            {k: (*parsed[k][:2], "torch/" + rels[k]) for k in _torch_build.FILES}
+        ),
         "files": files,
     }
 
