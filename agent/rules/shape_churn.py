@@ -1,22 +1,32 @@
-"""Dataset shape churn: the dataset grew since the baseline, so the workers meet new
-sequence lengths and compile new shapes mid-run (recompiles, and the window in which the
-FX race can strike)."""
+"""Dataset shape churn: the workers meet new sequence lengths and compile new shapes
+mid-run (recompiles, and the window in which the FX race can strike). Shown either by the
+dataset, grown since the baseline with longer prompts, or by torch itself: its
+``TORCH_LOGS=recompiles`` lines in the console name a function recompiled for new sizes
+of one tensor dimension, each with the guard failure that says so."""
 
 from __future__ import annotations
 
-from agent.claims import Claim, Greater, Ref
+from typing import Any
+
+from agent.claims import AtLeast, Claim, Exists, Greater, Ref
+from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
-from agent.rules.base import Evidence
+from agent.rules.base import Evidence, ref
+
+# New sizes of one dimension before a function's recompiles are churn: dynamo's
+# automatic dynamic shapes recompile once, on the second size, and not again.
+CHURN_SIZES = 2
+RECOMPILES = ("torch_logs", "recompiles", "functions")
 
 
 class DatasetShapeChurn:
     kind: Kind = "dataset_shape_churn"
-    needs = frozenset({"dataset"})
+    needs = frozenset({"dataset", "stdoutlog"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         sizes = [d for d in evidence.diff if d.key.startswith("dataset.lines:")]
         if not sizes:
-            return []
+            return _from_torch_logs(evidence)
         out = []
         for size in sizes:
             path = size.key.split(":", 1)[1]
@@ -60,3 +70,75 @@ class DatasetShapeChurn:
                 )
             )
         return out
+
+
+def _churned(log: Fact) -> tuple[int, dict[str, Any]] | None:
+    """The function torch logged the most distinct new sizes for, at least
+    ``CHURN_SIZES``: its index in the fact and its summary."""
+    value: Any = log.value
+    for part in RECOMPILES:
+        value = value.get(part) if isinstance(value, dict) else None
+    functions: list[Any] = value if isinstance(value, list) else []
+    ranked = [
+        (f.get("distinct_new_sizes") or 0, i, f)
+        for i, f in enumerate(functions)
+        if isinstance(f, dict)
+    ]
+    if not ranked:
+        return None
+    sizes, i, fn = max(ranked, key=lambda r: (r[0], -r[1]))
+    return (i, fn) if isinstance(sizes, int) and sizes >= CHURN_SIZES else None
+
+
+def _from_torch_logs(evidence: Evidence) -> list[Hypothesis]:
+    """Shape churn as torch logged it: one function recompiled for new sizes of one
+    dimension, the first guard failure quoted. A cost of compiling, so a fault only on
+    a run that slowed (a run warming up on its lengths recompiles too)."""
+    log = evidence.latest("stdoutlog")
+    if log is None or not log.ok:
+        return []
+    churned = _churned(log)
+    if churned is None:
+        return []
+    i, fn = churned
+    name = f"{fn.get('function')!r} ({fn.get('file')}:{fn.get('line')})"
+    at = (*RECOMPILES, i)
+    claims = [
+        Claim(
+            predicate=AtLeast(
+                a=ref(
+                    log,
+                    *at,
+                    "distinct_new_sizes",
+                    label=f"distinct new sizes torch recompiled {name} for",
+                ),
+                value=CHURN_SIZES,
+            )
+        ),
+        Claim(
+            predicate=Exists(
+                a=ref(
+                    log,
+                    *at,
+                    "guard_failures",
+                    0,
+                    "reason",
+                    label=f"the guard failure behind {name}'s first logged recompile",
+                )
+            )
+        ),
+    ]
+    return [
+        Hypothesis(
+            kind="dataset_shape_churn",
+            claims=tuple(claims),
+            predictions=(
+                Prediction(
+                    expect="the recompiles stop once every length is compiled, or dynamic shapes",
+                    probe="stdoutlog with TORCH_LOGS=recompiles",
+                ),
+            ),
+            unlocks=("recompile-limit",),
+            fault_alone=False,
+        )
+    ]

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 from ._bars import Bars
 from ._lines import LineReader, plan_ranges
+from ._torchlogs import TorchLogs
 
 __all__ = ["SIGNATURES", "Signature", "scan"]
 
@@ -688,6 +689,7 @@ def scan(
     ranges = plan_ranges(size, max_scan, head)
     scanner = _Scanner(signatures)
     bars = Bars()
+    torch_logs = TorchLogs()
     lines = overlong = bytes_read = 0
     cut = False
     last_lines: deque[bytes] = deque(maxlen=tail_lines)
@@ -699,6 +701,7 @@ def scan(
             scanner.step_seen = None  # the skipped middle may have printed later steps
             last_lines.clear()
             bars.gap()
+            torch_logs.gap()
         reader = LineReader(
             f,
             start,
@@ -710,6 +713,7 @@ def scan(
         for b in reader:
             scanner.block(b.first_line, b.offset, b.data)
             bars.feed(b.data, b.first_line, b.offset)
+            torch_logs.feed(b.data, b.first_line, b.offset)
             # Only the end of the last block matters for the tail; keep it cheap.
             last_lines.extend(b.data[-tail_lines * (SAMPLE + 1) :].split(b"\n")[-tail_lines:])
         lines += reader.lines
@@ -726,6 +730,7 @@ def scan(
             "unterminated_last_line": cut,
             "tail": list(scanner.tail),
             "progress": bars.result(),
+            "torch_logs": torch_logs.result(),
             "coverage": {
                 "mode": "full" if len(ranges) == 1 else "head+tail",
                 "ranges": [[s, e] for s, e in ranges],
