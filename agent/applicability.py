@@ -29,6 +29,7 @@ COMPILE_FAMILIES = frozenset(
         "ineffective_monkeypatch",
         "dataset_shape_churn",
         "compile_cache_cold",
+        "limit_not_applied",
     }
 )
 # Console signatures (tools.parsers.stdoutlog) that only torch's compiler prints.

@@ -34,6 +34,7 @@ Kind = Literal[
     "threads_blocked",
     "input_bound",
     "host_contention",
+    "limit_not_applied",
 ]
 # The failure families by name (``diagnose --hypothesis``, a proposer's prompt).
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -55,6 +56,7 @@ TITLES: dict[str, str] = {
     "threads_blocked": "threads blocked waiting (a deadlock, or a wait nothing ends)",
     "input_bound": "input-bound (the training thread waits on data loading)",
     "host_contention": "host contention (other processes take the trainer's cores)",
+    "limit_not_applied": "recompile limit set in one thread, not in the threads that compile",
 }
 
 

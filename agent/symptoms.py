@@ -88,6 +88,7 @@ EXPLAINS_DROP = frozenset(
         "threads_blocked",
         "input_bound",
         "host_contention",
+        "limit_not_applied",
     }
 )
 

@@ -32,6 +32,7 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "ineffective_monkeypatch": ("fx_nested_trace",),
     "silent_eager_fallback": ("eager_fallback", "flex_eager", "recompile_limit"),
     "dataset_shape_churn": ("recompile", "recompile_limit"),
+    "limit_not_applied": ("recompile_limit",),
     "crash_stated": (
         "cuda_oom",
         "collective_timeout",

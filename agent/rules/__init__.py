@@ -12,6 +12,7 @@ from agent.rules.environment_drift import EnvironmentDrift
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.rules.host_contention import HostContention
 from agent.rules.input_bound import InputBound
+from agent.rules.limit_not_applied import LimitNotApplied
 from agent.rules.monkeypatch import IneffectiveMonkeypatch
 from agent.rules.own_code import OwnCodeTime
 from agent.rules.script_changed import ScriptChanged
@@ -35,4 +36,5 @@ def default_rules() -> list[Rule]:
         ThreadsBlocked(),
         InputBound(),
         HostContention(),
+        LimitNotApplied(),
     ]

@@ -55,11 +55,17 @@ MAX_FILES = 200
 MAX_BYTES = 4 << 20
 
 
-class Patch(TypedDict):
+class _PatchBase(TypedDict):
     file: str
     line: int
     target: str
     code: str
+
+
+class Patch(_PatchBase, total=False):
+    # The value set, where it is a literal number, truth value or string (a recompile
+    # limit of 64): what a family can compare with the value torch reports.
+    value: int | float | bool | str
 
 
 class ScriptReport(TypedDict, total=False):
@@ -93,6 +99,17 @@ def _dotted(node: ast.AST) -> str:
     elif isinstance(node, ast.Call):
         parts.append(_dotted(node.func) + "()")
     return ".".join(reversed(parts))
+
+
+def _literal(node: ast.AST | None) -> int | float | bool | str | None:
+    """A number, truth value or string written as such (``64``, ``-1``, ``"eager"``)."""
+    if node is None:
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, (int, float, bool, str)) else None
 
 
 def _code(source: str, node: ast.AST) -> str:
@@ -188,15 +205,17 @@ def scan_source(source: str, path: str) -> ScriptReport:
     patches: list[Patch] = []
     markers: dict[str, list[int]] = {}
 
-    def patch(node: ast.AST, target: str) -> None:
-        patches.append(
-            {
-                "file": path,
-                "line": getattr(node, "lineno", 0),
-                "target": target,
-                "code": _code(source, node),
-            }
-        )
+    def patch(node: ast.AST, target: str, value: ast.AST | None = None) -> None:
+        found: Patch = {
+            "file": path,
+            "line": getattr(node, "lineno", 0),
+            "target": target,
+            "code": _code(source, node),
+        }
+        literal = _literal(value)
+        if literal is not None:
+            found["value"] = literal
+        patches.append(found)
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -212,7 +231,7 @@ def scan_source(source: str, path: str) -> ScriptReport:
                     and node in tree.body
                 )
                 if attribute or bare:
-                    patch(node, name)
+                    patch(node, name, None if isinstance(node, ast.AugAssign) else node.value)
         elif isinstance(node, ast.Call):
             fname = _dotted(node.func)
             if (
@@ -223,12 +242,13 @@ def scan_source(source: str, path: str) -> ScriptReport:
             ):
                 patch(node, f"{_dotted(node.args[0])}.{node.args[1].value}")
             elif fname.endswith("config.patch"):
-                keys = [k.arg for k in node.keywords if k.arg in WATCHED]
-                keys += [
-                    a.value for a in node.args if isinstance(a, ast.Constant) and a.value in WATCHED
-                ]
-                for k in keys:
-                    patch(node, f"{fname}({k})")
+                for kw in node.keywords:
+                    if kw.arg in WATCHED:
+                        patch(node, f"{fname}({kw.arg})", kw.value)
+                named = [a for a in node.args if isinstance(a, ast.Constant)]
+                if named and named[0].value in WATCHED:
+                    value = node.args[1] if len(node.args) > 1 else None
+                    patch(node, f"{fname}({named[0].value})", value)
             found = _marker(node)
             # Trainer's ``TrainingArguments(torch_compile=True)`` compiles the model
             # with no torch.compile call in the script.
