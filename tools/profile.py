@@ -128,6 +128,9 @@ class TargetProfile(BaseModel):
     stdout_log: str | None = None
     scripts: list[str] | None = None
     dataset: list[str] | None = None
+    flight_recorder: list[str] | None = Field(
+        None, description="torch's Flight Recorder dumps, one per rank (paths or globs)"
+    )
     inductor_cache: str | None = None
     extra_caches: list[str] | None = Field(
         None, description="other compile-cache directories the trainer is set up to fill"
@@ -219,6 +222,7 @@ class TargetProfile(BaseModel):
             "stdout_log": self.stdout_log,
             "scripts": self.scripts,
             "dataset": self.dataset,
+            "flight_recorder": self.flight_recorder,
             "inductor_cache": self.inductor_cache,
             "extra_caches": self.extra_caches,
             "checkpoint_pattern": self.checkpoint_pattern,
@@ -379,6 +383,9 @@ workspace = "/workspace"
 # stdout_log = "/workspace/checkpoints/train_stdout.log"
 # scripts = ["/workspace/train_dflash.py", "/workspace/configs/*.yaml"]
 # dataset = ["/workspace/data/prompts.jsonl"]
+# Flight Recorder dumps (TORCH_FR_DUMP_TEMP_FILE's prefix and a rank) that lie outside
+# the workspace, where no live trainer's environment names them:
+# flight_recorder = ["/tmp/nccl_trace_rank_*"]
 
 # Compile caches when the trainer sets them itself (else TORCHINDUCTOR_CACHE_DIR /
 # TRITON_CACHE_DIR of the login environment, else torch's and triton's defaults).

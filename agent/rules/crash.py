@@ -12,6 +12,10 @@ that ended the thread's run), or at most a launcher's epilogue follows it in the
 
 The FX-trace error is the FX-race family's evidence (the symptom of a race, not a cause
 of its own), so this family leaves it to that rule.
+
+A collective timeout names the rank that fell behind where torch's Flight Recorder
+dumps were read (``flight_recorder``): the first collective of a process group some
+rank never enqueued, its op, and the ranks that did not reach it.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ _WHAT_NEXT: dict[str, Prediction] = {
 
 class CrashStated:
     kind: Kind = "crash_stated"
-    needs = frozenset({"stdoutlog"})
+    needs = frozenset({"stdoutlog", "flight_recorder"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         log = evidence.latest("stdoutlog")
@@ -70,13 +74,14 @@ class CrashStated:
                     ),
                 )
             ]
+        behind = _fell_behind(evidence.latest("flight_recorder"))
         return [
-            self._one(log, key, record)
+            self._one(log, key, record, behind if key == "collective_timeout" else [])
             for key, record in causes.items()
             if key not in RACE_EVIDENCE and isinstance(record, dict)
         ]
 
-    def _one(self, log: Fact, key: str, record: dict[str, Any]) -> Hypothesis:
+    def _one(self, log: Fact, key: str, record: dict[str, Any], more: list[Claim]) -> Hypothesis:
         at = (*CAUSES, key)
         signature = record.get("signature")
         named = isinstance(signature, str) and signature in _PATTERN
@@ -110,7 +115,8 @@ class CrashStated:
                     )
                 )
             )
-        prediction = _WHAT_NEXT.get(key)
+        claims.extend(more)
+        prediction = None if more else _WHAT_NEXT.get(key)
         return Hypothesis(
             kind="crash_stated",
             claims=tuple(claims),
@@ -118,3 +124,26 @@ class CrashStated:
             # A cause torch names outranks an exception only its class names.
             weight=3 if named else 2,
         )
+
+
+def _fell_behind(dumps: Fact | None) -> list[Claim]:
+    """From torch's Flight Recorder dumps, the first collective some rank never
+    enqueued and the ranks that did not reach it: who fell behind, and on what."""
+    if dumps is None or not dumps.ok or not has(dumps, "first_missing", 0, "not_reached_by", 0):
+        return []
+    value: Any = dumps.value
+    first: dict[str, Any] = value["first_missing"][0]
+    ranks = ", ".join(str(r) for r in first.get("not_reached_by") or [])
+    op = first.get("op") or "an op no dump names"
+    seq = ref(
+        dumps,
+        "first_missing",
+        0,
+        "collective_seq_id",
+        label=(
+            f"the first collective of process group {first.get('pg')} that rank(s) {ranks}"
+            f" never enqueued ({op}), by the ranks' Flight Recorder dumps"
+        ),
+    )
+    rank = ref(dumps, "first_missing", 0, "not_reached_by", 0, label="the rank that fell behind")
+    return [Claim(predicate=AtLeast(a=seq, value=1)), Claim(predicate=Exists(a=rank))]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -23,7 +22,13 @@ from agent.progress import STALL_FLOOR
 from agent.report.threads import COLORS
 from tests.lib import oracle
 from tests.lib.browser import browse
-from tests.lib.foreign_trainers import CLI, FOREIGN, cli, offline_env, start_in_background
+from tests.lib.foreign_trainers import (
+    CLI,
+    cli,
+    gloo_workspace,
+    offline_env,
+    start_in_background,
+)
 from tests.lib.need import need
 from tests.lib.pngread import pixels
 from tests.lib.sshd import SSHServer
@@ -163,16 +168,9 @@ def rank_stopped(tmp_path: Path) -> Iterator[tuple[Path, list[int]]]:
     workspace, torchrun's pid and the ranks' once both logs have been quiet past the
     stall floor, kills the job after."""
     ws = tmp_path / "ws"
-    ws.mkdir()
-    shutil.copy(FOREIGN / "gloo_train.py", ws / "train.py")
-    torchrun = Path(sys.executable).parent / "torchrun"
-    (ws / "launch.sh").write_text(
-        "#!/bin/sh\n# launch file of the training run\n"
-        'cd "$(dirname "$0")"\nexport OMP_NUM_THREADS=1\n'
-        f'exec {torchrun} --standalone --nproc-per-node 2 train.py "$@" >> train.log 2>&1\n'
-    )
+    launch = gloo_workspace(ws)
     proc = subprocess.Popen(
-        ["sh", str(ws / "launch.sh"), "--stop-after", "40"],
+        ["sh", str(launch), "--stop-after", "40"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

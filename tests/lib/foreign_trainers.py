@@ -117,6 +117,20 @@ def write_launcher(ws: Path, before: str = "") -> None:
     (ws / "launch.sh").chmod(0o755)
 
 
+def gloo_workspace(ws: Path, *exports: str) -> Path:
+    """A new workspace ``ws`` running tests/lib/foreign/gloo_train.py under torchrun (two
+    ranks on gloo), its launch file exporting ``exports`` (``NAME=value`` lines) before
+    it; the launch file's path."""
+    ws.mkdir()
+    shutil.copy(FOREIGN / "gloo_train.py", ws / "train.py")
+    torchrun = Path(sys.executable).parent / "torchrun"
+    lines = ["#!/bin/sh", "# launch file of the training run", 'cd "$(dirname "$0")"']
+    lines += [f"export {e}" for e in ("OMP_NUM_THREADS=1", *exports)]
+    lines.append(f'exec {torchrun} --standalone --nproc-per-node 2 train.py "$@" >> train.log 2>&1')
+    (ws / "launch.sh").write_text("\n".join(lines) + "\n")
+    return ws / "launch.sh"
+
+
 def start_in_background(script: str, ws: Path, *args: str) -> subprocess.Popen[bytes]:
     """tests/lib/foreign/``script`` copied into the new workspace ``ws`` as its
     ``train.py``, started by its launch file (one intra-op thread) with ``args``, in the

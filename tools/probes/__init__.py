@@ -36,6 +36,7 @@ PROBES: tuple[str, ...] = (
     "checkpoints",
     "trainlog",
     "stdoutlog",
+    "flight_recorder",
     "dataset",
     "torch_source",
     "torch_runtime",

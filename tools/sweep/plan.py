@@ -130,6 +130,10 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
                 "extra_signatures": [dict(s) for s in spec.extra_signatures],
                 **scan,
             }, ""
+        case "flight_recorder":
+            if not spec.flight_recorder and not spec.workspace:
+                return None, "no Flight Recorder dumps or workspace configured"
+            return {"paths": list(spec.flight_recorder), "workspace": spec.workspace}, ""
         case "dataset":
             if not spec.dataset and not spec.workspace:
                 return None, "no dataset or workspace configured"

@@ -30,6 +30,8 @@ class SweepSpec(BaseModel):
     stdout_log: str | None = None
     scripts: tuple[str, ...] = ()
     dataset: tuple[str, ...] = ()
+    # torch's Flight Recorder dumps (paths or globs, one file per rank).
+    flight_recorder: tuple[str, ...] = ()
     inductor_cache: str | None = None
     triton_cache: str | None = None
     extra_caches: tuple[str, ...] = ()

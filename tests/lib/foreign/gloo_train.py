@@ -6,12 +6,20 @@ rank logs ``logs/rank{R}.jsonl``: ``step``, ``loss``, ``samples_per_sec`` (over 
 ``--stop-after N``: after step N, rank 1 stops calling ``all_reduce``: it polls for a
 file that never comes (a stuck rank). Rank 0 waits inside ``all_reduce`` for ever (gloo's
 timeout is half an hour): both processes live, both logs stop, nothing is printed.
+
+``--timeout S`` gives the process group that timeout instead: rank 0's ``all_reduce``
+then fails with gloo's own error, and the job ends. ``--dump``: each rank writes torch's
+Flight Recorder ring (``TORCH_FR_BUFFER_SIZE`` must be set) with torch's own dump
+function to ``$TORCH_FR_DUMP_TEMP_FILE<rank>``: rank 1 as it gets stuck, rank 0 as its
+collective fails (gloo writes no dump on a timeout by itself).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import time
 from pathlib import Path
 
@@ -24,13 +32,22 @@ def wait_for_go(flag: Path) -> None:
         time.sleep(0.5)
 
 
+def dump_ring(rank: int) -> None:
+    """torch's Flight Recorder ring for this rank, as torch pickles it."""
+    data = torch._C._distributed_c10d._dump_fr_trace()  # type: ignore[attr-defined]
+    Path(os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank)).write_bytes(data)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10**9)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--stop-after", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=0)
+    parser.add_argument("--dump", action="store_true")
     args = parser.parse_args()
-    dist.init_process_group("gloo")
+    timeout = datetime.timedelta(seconds=args.timeout) if args.timeout else None
+    dist.init_process_group("gloo", timeout=timeout)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = torch.nn.Linear(128, 128)
@@ -41,6 +58,8 @@ def main() -> int:
     with log.open("a") as fh:
         for step in range(1, args.steps + 1):
             if rank == 1 and args.stop_after and step > args.stop_after:
+                if args.dump:
+                    dump_ring(rank)
                 wait_for_go(Path("go.flag"))
             x = torch.randn(32, 128)
             loss = torch.nn.functional.mse_loss(model(x), x)
@@ -48,7 +67,12 @@ def main() -> int:
             loss.backward()
             for p in model.parameters():
                 assert p.grad is not None
-                dist.all_reduce(p.grad)
+                try:
+                    dist.all_reduce(p.grad)
+                except RuntimeError:
+                    if args.dump:
+                        dump_ring(rank)
+                    raise
                 p.grad /= world
             opt.step()
             if step % args.log_every == 0:
