@@ -3,7 +3,7 @@ warm every (device, shape) before the worker threads start.
 
 Two routes: the trainer's own knob where it declares one (``--compile-lock`` by default:
 the lock *and* the serial warm-up), or, for a threaded trainer with none, the start-up
-hook in ``compile_lock_hook`` (the lock, without editing the trainer's source; it cannot
+hook in ``startup_hook`` (the lock, without editing the trainer's source; it cannot
 warm shapes it does not know). Whether the trainer declares the knob is read from its own
 code (``Remote.knob``: the script its launch line runs and the modules that script
 imports from its tree), never assumed.
@@ -12,11 +12,9 @@ imports from its tree), never assumed.
 from __future__ import annotations
 
 from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
-from playbooks.compile_lock_hook import HOOK_SOURCE
-from playbooks.launch import current, trainer_script, with_env, with_flag
+from playbooks.launch import current, trainer_script, with_flag
 from playbooks.remote import Remote
-
-HOOK_ENV = "DFLASH_DOCTOR_COMPILE_LOCK"
+from playbooks.startup_hook import LOCK_ENV, hook_changes
 
 
 class LockWarmup:
@@ -45,16 +43,6 @@ class LockWarmup:
                     why=f"the trainer declares {self.knob} ({declared})",
                 )
             ]
-        hook_dir = f"{site.state_dir}/hook"
-        hook = f"{hook_dir}/sitecustomize.py"
-        after = with_env(
-            text,
-            site.launch_file,
-            # The hook's directory first on PYTHONPATH, the trainer's own entries kept.
-            {"PYTHONPATH": hook_dir, HOOK_ENV: "1"},
-        )
-        hook_sha = remote.sha256(hook)
-        hook_text = remote.read(hook).decode() if hook_sha else ""
         if self.knob is None:
             why = "the hook route (no knob asked for)"
         else:
@@ -63,25 +51,4 @@ class LockWarmup:
                 "nor in the modules it imports from its tree): the start-up hook wraps "
                 "torch.compile with the lock instead"
             )
-        out = []
-        if hook_text != HOOK_SOURCE:
-            out.append(
-                FileChange(
-                    path=hook,
-                    before_sha256=hook_sha,
-                    after=HOOK_SOURCE,
-                    diff=unified(hook, hook_text, HOOK_SOURCE),
-                    why="the compile-lock start-up hook",
-                )
-            )
-        if after != text:
-            out.append(
-                FileChange(
-                    path=site.launch_file,
-                    before_sha256=before_sha,
-                    after=after,
-                    diff=unified(site.launch_file, text, after),
-                    why=why,
-                )
-            )
-        return out
+        return hook_changes(site, remote, text, before_sha, {LOCK_ENV: "1"}, why)

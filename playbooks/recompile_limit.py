@@ -12,9 +12,17 @@ the target with the diagnosis's own probes (``stdoutlog``, ``dataset``):
 * the dataset is pre-tokenized, so its distinct lengths ``N`` are known, and ``K < N``:
   if the limit torch hit is not below the number of lengths, lengths are not what churns.
 
+Where the dataset is not pre-tokenized, ``N`` is what torch logged instead: the distinct
+new sizes of the function it recompiled most (``TORCH_LOGS=recompiles``), plus the size it
+compiled first.
+
 The change: the trainer's own knob (the reference trainer's ``--recompile-limit``) on the
 launch file's exec line, set to ``headroom × N``, so the dataset can grow again before the
-limit is met. Verification: the warning is absent from the restarted run's log lines.
+limit is met; a trainer with no such knob gets the start-up hook (``startup_hook``), which
+raises the limit in every thread it starts: a limit the script sets in its main thread
+does not reach worker threads where this torch keeps config overrides per thread (the
+``limit_not_applied`` family). Verification: the warning is absent from the restarted
+run's log lines.
 """
 
 from __future__ import annotations
@@ -27,18 +35,20 @@ from playbooks.base import FileChange, Recurrence, TrainerSite, unified
 from playbooks.launch import current as current_launch
 from playbooks.launch import exec_words, trainer_script, with_flag
 from playbooks.remote import Remote
+from playbooks.startup_hook import LIMIT_ENV, hook_changes
 from tools.errors import ApplyError
 from tools.sweep import SweepSpec, sweep
 
 WARNING = Recurrence("recompile_limit", "recompile-limit warning")
-_LIMIT = re.compile(r"hit config\.recompile_limit \((\d+)\)")
+_LIMIT = re.compile(r"hit config\.(?:recompile_limit|cache_size_limit) \((\d+)\)")
 
 
 class RecompileLimit:
     name = "recompile-limit"
-    # Offered when either is verified: new lengths past the limit, or compiled code found
-    # not running (its precondition still demands torch's recompile-limit warning).
-    requires = frozenset({"dataset_shape_churn", "silent_eager_fallback"})
+    # Offered when one is verified: new lengths past the limit, compiled code found not
+    # running, or a limit set where it does not apply (its precondition still demands
+    # torch's recompile-limit warning).
+    requires = frozenset({"dataset_shape_churn", "silent_eager_fallback", "limit_not_applied"})
     answers = "dataset_shape_churn"
     signature = WARNING
 
@@ -49,16 +59,15 @@ class RecompileLimit:
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
         text, before_sha = current_launch(site, remote)
         script = trainer_script(text, site.launch_file, site.start_dir)
-        if (remote.knob(script, self.knob) if script else None) is None:
-            raise ApplyError(
-                f"the trainer declares no {self.knob} option (not in "
-                f"{script or 'its launch line'} nor in the modules it imports from its "
-                "tree): its recompile limit cannot be raised from its launch"
-            )
+        declared = remote.knob(script, self.knob) if script else None
         facts = _probe(site, remote)
-        lengths, seen = _distinct_lengths(facts["dataset"])
+        lengths, seen = _lengths(facts)
         wanted = self.headroom * lengths
-        current = _flag_value(exec_words(text, site.launch_file), self.knob)
+        words = exec_words(text, site.launch_file)
+        if declared is not None:
+            current = _flag_value(words, self.knob)
+        else:
+            current = _env_value(words, LIMIT_ENV)
         if current is not None and current >= wanted:
             return []  # already applied (or set this high by hand)
         hit = _limit_hit(facts["stdoutlog"], site.stdout_log)
@@ -68,6 +77,15 @@ class RecompileLimit:
                 f"{lengths} distinct prompt lengths ({seen}): something other than sequence "
                 "lengths makes it recompile, and a higher limit would not address it"
             )
+        sized = f"torch hit its recompile limit of {hit}; the run has {lengths} distinct "
+        if declared is None:
+            why = (
+                f"{sized}lengths ({seen}); the trainer declares no {self.knob} (not in "
+                f"{script or 'its launch line'} nor in the modules it imports from its tree):"
+                f" the start-up hook raises the limit to {wanted} = {self.headroom} × "
+                f"{lengths} in every thread it starts"
+            )
+            return hook_changes(site, remote, text, before_sha, {LIMIT_ENV: str(wanted)}, why)
         after = with_flag(text, site.launch_file, self.knob, str(wanted))
         return [
             FileChange(
@@ -76,8 +94,7 @@ class RecompileLimit:
                 after=after,
                 diff=unified(site.launch_file, text, after),
                 why=(
-                    f"torch hit its recompile limit of {hit}; the dataset has {lengths} "
-                    f"distinct prompt lengths ({seen}); {self.knob} {wanted} = "
+                    f"{sized}prompt lengths ({seen}); {self.knob} {wanted} = "
                     f"{self.headroom} × {lengths}"
                 ),
             )
@@ -97,6 +114,39 @@ def _probe(site: TrainerSite, remote: Remote) -> dict[str, Any]:
             raise ApplyError(f"precondition probe {name} failed: {result.error_text}")
         out[name] = result.value
     return out
+
+
+def _lengths(facts: dict[str, Any]) -> tuple[int, str]:
+    """The distinct lengths the limit must hold: the dataset's, else the sizes torch
+    logged recompiling for (its ``TORCH_LOGS=recompiles`` lines)."""
+    try:
+        return _distinct_lengths(facts["dataset"])
+    except ApplyError as no_dataset:
+        logged = _logged_sizes(facts["stdoutlog"])
+        if logged is None:
+            raise ApplyError(
+                f"{no_dataset}, and torch logged no recompile for new sizes (run the"
+                " trainer with TORCH_LOGS=recompiles to see them)"
+            ) from None
+        return logged
+
+
+def _logged_sizes(value: dict[str, Any]) -> tuple[int, str] | None:
+    """The function torch recompiled for the most distinct new sizes: that count plus
+    the size it compiled first, and a sentence saying so."""
+    functions = ((value.get("torch_logs") or {}).get("recompiles") or {}).get("functions") or []
+    best = max(
+        (f for f in functions if isinstance(f, dict)),
+        key=lambda f: f.get("distinct_new_sizes") or 0,
+        default=None,
+    )
+    if best is None or not best.get("distinct_new_sizes"):
+        return None
+    n = int(best["distinct_new_sizes"]) + 1
+    return n, (
+        f"{n - 1} new sizes torch logged recompiling {best.get('function')!r}"
+        f" ({best.get('file')}:{best.get('line')}) for, and the size it compiled first"
+    )
 
 
 def _distinct_lengths(value: dict[str, Any]) -> tuple[int, str]:
@@ -128,6 +178,15 @@ def _limit_hit(value: dict[str, Any], path: str) -> int:
             "limit would change nothing"
         )
     return int(match.group(1))
+
+
+def _env_value(words: list[str], name: str) -> int | None:
+    """The number the exec line's ``env NAME=N`` assignment sets, if any."""
+    for word in words:
+        key, sep, value = word.partition("=")
+        if sep and key == name:
+            return int(value) if value.isdigit() else None
+    return None
 
 
 def _flag_value(words: list[str], flag: str) -> int | None:

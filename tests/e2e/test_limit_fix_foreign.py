@@ -1,0 +1,102 @@
+"""The recompile limit set where it does not apply, diagnosed and fixed on a trainer that is
+not the reference one: tests/lib/foreign/threads_train.py raises ``recompile_limit`` to 64
+in its main thread; its three drafter threads read torch's default (8) and, after the
+dataset grew by twelve lengths (the churn workspace), hit it and run those lengths eager.
+It declares no ``--recompile-limit`` option, so the fix takes the start-up hook route:
+the hook raises the limit in every thread, sized from the dataset's distinct lengths.
+
+What is asserted is deterministic: the family verified with its citations, the plan's
+reason, what the apply wrote, that the restarted run's new console lines hold the hook's
+line and no recompile-limit warning, and that the trainer's own script is untouched. The
+throughput is compared with 1 tok/s, as tests/e2e/test_playbooks_recompile.py does: on two
+shared CPU cores a restart that compiles thirteen lengths is too noisy for 0.9× a
+baseline, and on CPU this trainer's compiled scoring function (dynamo's eager backend) is
+no faster than eager; the GPU check of "throughput restored" needs a device."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from playbooks import RecompileLimit, Remote, Transaction
+from playbooks.site import site
+from tests.e2e.test_foreign_trainers import explain
+from tests.lib.foreign_trainers import Workspace, cli
+from tools.transport import LocalTransport
+
+pytestmark = [pytest.mark.timeout(600)]
+
+# The churn workspace's dataset: 48 prompts of length 32, then twelve new lengths.
+DISTINCT_LENGTHS = 13
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def churned(churn_workspace: Workspace, tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the churned run, and the user's command that resumes it to step 90."""
+    ws = tmp_path / "ws"
+    shutil.copytree(churn_workspace.ws, ws, symlinks=True)
+    command = f"sh {shlex.quote(str(ws / 'launch.sh'))} --steps 90 --resume"
+    return ws, command
+
+
+def test_diagnosed_then_fixed_through_the_start_up_hook(
+    churned: tuple[Path, str], tmp_path: Path
+) -> None:
+    ws, command = churned
+    profile = tmp_path / "doctor.toml"
+    profile.write_text(
+        "\n".join(
+            [
+                "[targets.user]",
+                'uri = "local"',
+                f'workspace = "{ws}"',
+                f'interpreter = "{sys.executable}"',
+                f"launch = {json.dumps(command)}",
+                "integrity_packages = []",
+            ]
+        )
+        + "\n"
+    )
+    done = cli(
+        "diagnose", "--config", str(profile), "--non-interactive", "--json", state=tmp_path / "s"
+    )
+    assert done.stdout.strip(), done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    (limit,) = [h for h in report["hypotheses"] if h["kind"] == "limit_not_applied"]
+    assert limit["status"] == "verified", explain(report)
+    sections = {s["title"]: [line["text"] for line in s["lines"]] for s in report["sections"]}
+    plan = " ".join(sections.get("fix: recompile-limit", []))
+    assert "the start-up hook raises the limit to 26 = 2 × 13 in every thread" in plan, sections
+
+    script = sha(ws / "train.py")
+    console = ws / "train.log"
+    before = console.stat().st_size
+    the_site = site(
+        workspace=str(ws),
+        train_log=str(ws / "logs" / "metrics.jsonl"),
+        stdout_log=str(console),
+        interpreter=sys.executable,
+        launch=command,
+    )
+    remote = Remote(LocalTransport(), interpreter=sys.executable)
+    tx = Transaction(RecompileLimit(), the_site, remote, baseline_tok_s=1.0, run_timeout=300)
+    outcome = tx.apply(tx.plan())
+    assert outcome.status == "applied", outcome
+    fresh = console.read_bytes()[before:].decode()
+    assert "recompile-limit hook active (recompile_limit = 26 in every thread)" in fresh
+    assert "hit config." not in fresh, fresh[-3000:]
+    assert outcome.observations["new_signature_lines"] == 0
+    assert sha(ws / "train.py") == script
+    launch = Path(the_site.launch_file).read_text()
+    assert "DFLASH_DOCTOR_RECOMPILE_LIMIT=26" in launch, launch
+    assert (Path(the_site.state_dir) / "hook" / "sitecustomize.py").exists()
