@@ -42,7 +42,14 @@ MAX_PROCS = 4
 MAX_THREADS = 64  # per process, the busiest first
 MAX_FRAMES = 24  # per representative stack
 SAMPLES, SPACING = 15, 0.15  # stack samples, seconds apart (the CPU window is theirs)
+# Samples that must fail, none read, before a process is given up on: a nonblocking dump
+# can fail twice in a row on a busy process (py-spy panicked, its backtrace ending
+# "10: main"), while a refusal (no permission, not Python) fails every time. A
+# clean-clone run lost a live Trainer's whole window to one bad first sample when one
+# failure was enough. A dump that timed out is not tried again: each costs DUMP_TIMEOUT.
+GIVE_UP_AFTER = 4
 DUMP_TIMEOUT = 10.0
+NOT_RUN = "py-spy did not run"
 TOP_OTHERS = 5
 CAP_SYS_PTRACE = 19
 LINE_MAX = 200
@@ -239,10 +246,13 @@ def dump(py_spy: str, pid: int) -> tuple[list[Any] | None, str | None]:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"py-spy did not run: {exc}"
+        return None, f"{NOT_RUN}: {exc}"
     if run.returncode != 0:
         said = (run.stderr or run.stdout).decode("utf-8", "replace").strip().splitlines()
-        return None, (said[-1] if said else f"py-spy exited {run.returncode}")[:300]
+        # Its error line, or a panic's first line: not the last line of a backtrace.
+        told = [t for t in said if t.startswith(("Error", "error")) or "panicked" in t]
+        line = (told or said or [f"py-spy exited {run.returncode}"])[0]
+        return None, line.strip()[:300]
     try:
         threads = json.loads(run.stdout)
     except ValueError:
@@ -404,11 +414,12 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     threads: dict[int, dict[int, _Thread]] = {p: {} for p in pids}
     errors: dict[int, str] = {}  # the last refusal, per process
     failed: dict[int, int] = {p: 0 for p in pids}
+    gave_up: set[int] = set()
     overlaps: dict[int, dict[str, Any]] = {}
     for n in range(samples):
         for pid in pids:
-            if py_spy is None or (pid in errors and not threads[pid]):
-                continue  # never read: no point asking again
+            if py_spy is None or (pid in gave_up and not threads[pid]):
+                continue  # never read, every time asked: a refusal, not bad luck
             dumped, why = dump(py_spy, pid)
             if dumped is None:
                 # A nonblocking dump can catch the interpreter mid-update and fail; one more
@@ -417,6 +428,8 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
             if dumped is None:
                 errors[pid] = why or "no dump"
                 failed[pid] += 1
+                if failed[pid] >= GIVE_UP_AFTER or errors[pid].startswith(NOT_RUN):
+                    gave_up.add(pid)
                 continue
             now: dict[int, str] = {}  # this dump: each thread's activity
             for t in dumped:
