@@ -20,9 +20,11 @@ and then touch ``DIR/READY_<name>`` (samples of real output, to read by hand).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import time
 from collections.abc import Iterator
@@ -146,10 +148,46 @@ def _publish(run: HfRun, name: str) -> None:
     (Path(root) / f"READY_{name}").touch()
 
 
+HELD = 0.85  # the last quarter's median window rate against the earlier windows'
+
+
+def held_speed(ws: Path) -> float | None:
+    """The run's last quarter of window rates (tokens seen over Trainer's runtime, between
+    consecutive records) over its earlier windows' (the first left out as warm-up), by
+    medians, read from the newest checkpoint's ``trainer_state.json`` apart from any
+    parser. None: no tokens in its records."""
+    states = sorted(ws.glob("out/checkpoint-*/trainer_state.json"), key=lambda p: p.stat().st_mtime)
+    if not states:
+        return None
+    rows = [
+        (r["num_input_tokens_seen"], r["train_runtime"])
+        for r in json.loads(states[-1].read_text())["log_history"]
+        if "num_input_tokens_seen" in r and "train_runtime" in r and "loss" in r
+    ]
+    rates = [(b[0] - a[0]) / (b[1] - a[1]) for a, b in itertools.pairwise(rows) if b[1] > a[1]]
+    quarter = max(3, len(rates) // 4)
+    early, recent = rates[1:-quarter], rates[-quarter:]
+    if not early or not recent:
+        return None
+    return float(statistics.median(recent) / statistics.median(early))
+
+
 def _healthy(tmp_path_factory: pytest.TempPathFactory, name: str, tokens_seen: bool) -> HfRun:
-    ws = _workspace(tmp_path_factory, name)
-    run = HfRun(Workspace(ws), steps=60, logging_steps=5, save_steps=20, tokens_seen=tokens_seen)
-    _train(ws, *trainer_flags(run.steps, run.logging_steps, run.save_steps, tokens_seen))
+    """A healthy run. One whose own records show it slowed (on a shared 2-core machine the
+    suite's other worker can take the cores in its last quarter: the clean-clone run met
+    that once, and the doctor rightly called it insufficient evidence) is not the healthy
+    run the tests need: it is trained again, at most twice."""
+    for attempt in range(3):
+        ws = _workspace(tmp_path_factory, f"{name}-{attempt}")
+        run = HfRun(
+            Workspace(ws), steps=60, logging_steps=5, save_steps=20, tokens_seen=tokens_seen
+        )
+        _train(ws, *trainer_flags(run.steps, run.logging_steps, run.save_steps, tokens_seen))
+        ratio = held_speed(ws) if tokens_seen else None
+        if ratio is None or ratio >= HELD:
+            break
+    else:
+        raise AssertionError(f"three runs slowed on this machine (last: {ratio:.2f}x)")
     _publish(run, name)
     return run
 
