@@ -74,7 +74,7 @@ class CrashStated:
                     ),
                 )
             ]
-        behind = _fell_behind(evidence.latest("flight_recorder"))
+        behind = _timed_out_work(log) + _fell_behind(evidence.latest("flight_recorder"))
         return [
             self._one(log, key, record, behind if key == "collective_timeout" else [])
             for key, record in causes.items()
@@ -147,3 +147,33 @@ def _fell_behind(dumps: Fact | None) -> list[Claim]:
     )
     rank = ref(dumps, "first_missing", 0, "not_reached_by", 0, label="the rank that fell behind")
     return [Claim(predicate=AtLeast(a=seq, value=1)), Claim(predicate=Exists(a=rank))]
+
+
+def _timed_out_work(log: Fact) -> list[Claim]:
+    """The collective the NCCL watchdog caught timing out (its SeqNum and op, the rank)
+    and the last one that rank completed, where the console kept the watchdog's lines."""
+    if not has(log, "torch_logs", "collective_timeouts", 0, "op"):
+        return []
+    value: Any = log.value
+    first: dict[str, Any] = value["torch_logs"]["collective_timeouts"][0]
+    at = ("torch_logs", "collective_timeouts", 0)
+    rank = first.get("rank")
+    out = [
+        Claim(
+            predicate=Exists(
+                a=ref(
+                    log,
+                    *at,
+                    "op",
+                    label=(
+                        f"the collective the NCCL watchdog caught timing out on rank {rank}"
+                        f" (SeqNum {first.get('seq')}, after {first.get('ran_ms')} ms)"
+                    ),
+                )
+            )
+        )
+    ]
+    if isinstance(first.get("last_completed"), int):
+        label = f"the last collective rank {rank} completed, by its watchdog"
+        out.append(Claim(predicate=Exists(a=ref(log, *at, "last_completed", label=label))))
+    return out

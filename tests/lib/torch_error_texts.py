@@ -51,6 +51,7 @@ __all__ = [
     "NCCL_ERROR",
     "NCCL_WATCHDOG_LOG",
     "NCCL_WATCHDOG_TIMEOUT",
+    "NCCL_WATCHDOG_WORK",
     "NCCL_WORK",
     "RECOMPILE_LIMIT",
     "RECOMPILE_LIMIT_OLD",
@@ -75,6 +76,13 @@ NCCL_WORK = "WorkNCCL(SeqNum=6463, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Time
 NCCL_WATCHDOG_TIMEOUT = (
     f"[Rank 1] Watchdog caught collective operation timeout: {NCCL_WORK} ran for 600017 "
     "milliseconds before timing out."
+)
+# The watchdog's line after a failed work (ProcessGroupNCCL.cpp, the watchdog loop:
+# logPrefix(), "Exception (either an error or timeout) detected by watchdog at work: ",
+# then pgStatus_'s lastEnqueuedSeq and lastCompletedSeq).
+NCCL_WATCHDOG_WORK = (
+    "[PG ID 0 PG GUID 0(default_pg) Rank 1] Exception (either an error or timeout) detected "
+    "by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462."
 )
 NCCL_ERROR = (
     "torch.distributed.DistBackendError: NCCL error in: "

@@ -86,6 +86,25 @@ def test_nccl_abort_at_the_end_of_the_log_is_verified(tmp_path: Path) -> None:
     assert h.weight == 3
 
 
+def test_an_nccl_timeout_names_the_collective_and_the_last_one_completed(
+    tmp_path: Path,
+) -> None:
+    """The watchdog's lines (ProcessGroupNCCL.cpp) say which collective timed out on which
+    rank and the last one that rank completed: the crash cites them from the console's
+    torch_logs, once each though the timeout is printed twice (glog, then what())."""
+    ledger = Ledger()
+    work = texts.glog_line(texts.NCCL_WATCHDOG_WORK, source="ProcessGroupNCCL.cpp:1785")
+    fact, _ = log_fact(tmp_path, [*PROGRESS, work, *texts.NCCL_ABORT_LINES], ledger)
+    [h] = checked(ledger, fact)
+    assert h.status == "verified", sentences(h)
+    text = sentences(h)
+    assert (
+        "the collective the NCCL watchdog caught timing out on rank 1 (SeqNum 6463, after "
+        "600017 ms) = 'ALLREDUCE'"
+    ) in text, text
+    assert "the last collective rank 1 completed, by its watchdog = 6,462 " in text, text
+
+
 def test_a_logged_exception_the_run_survived_is_refuted(tmp_path: Path) -> None:
     """A traceback in the main thread with the run's progress after it did not end the
     run: refuted on the count of lines after it, never verified by its mere presence."""

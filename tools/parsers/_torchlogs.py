@@ -13,6 +13,13 @@
   limit is ``recompile_limit``, ``cache_size_limit`` (older builds) or an
   ``accumulated_`` one.
 
+- the NCCL watchdog (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, printed whatever
+  TORCH_LOGS says): ``[Rank R] Watchdog caught collective operation timeout:
+  WorkNCCL(SeqNum=S, OpType=OP, …, Timeout(ms)=T) ran for M milliseconds before timing
+  out.``, and the watchdog's progress line, ``… Rank R] Exception (either an error or
+  timeout) detected by watchdog at work: S, last enqueued NCCL work: E, last completed
+  NCCL work: C.`` (``Last enqueued …`` where a dump signal came from another rank).
+
 Each TORCH_LOGS line carries torch's prefix: ``V1202 20:02:54.205000 8330
 torch/_dynamo/guards.py:5396] [0/5] [__recompiles] …`` (level and date, time, process id,
 source, compile id, artifact), after torchrun's ``[rank0]:`` where a launcher adds one.
@@ -50,6 +57,17 @@ _LIMIT = re.compile(
 _PREFIX = rb"(?:\[rank\d+\]:)?(?:[A-Z]\d{4} \S+ \d+ \S+\] (?:\[[^\]\n]*\] ?)?)?"
 _LIMIT_FUNCTION = re.compile(_PREFIX + rb"\s*function: '(?P<fn>[^']+)' \((?P<where>[^)\n]*)\)")
 _LIMIT_REASON = re.compile(_PREFIX + rb"\s*last reason: (?P<reason>[^\n]+)")
+
+
+_WATCHDOG = re.compile(
+    rb"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+    rb"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)[^\n)]*?Timeout\(ms\)=(?P<timeout>\d+)\)"
+    rb" ran for (?P<ran>\d+) milliseconds"
+)
+_WORK = re.compile(
+    rb"Rank (?P<rank>\d+)\] [^\n]*?[Ll]ast enqueued NCCL work: (?P<enqueued>-?\d+), "
+    rb"last completed NCCL work: (?P<completed>-?\d+)"
+)
 
 
 def _text(raw: str | bytes) -> str:
@@ -133,6 +151,8 @@ class TorchLogs:
         self.failures_seen: dict[tuple[str, str], int] = {}  # of the open recompile
         self.open_break: dict[tuple[str, str], dict[str, Any]] = {}
         self.open_limit: dict[str, Any] | None = None
+        self.timeouts: list[dict[str, Any]] = []
+        self.work: dict[int, dict[str, int | None]] = {}  # rank -> its last such line
 
     def gap(self) -> None:
         """The scan skipped part of the log: nothing continues across it."""
@@ -146,6 +166,39 @@ class TorchLogs:
             self._logged(data, first_line)
         if self.open_limit is not None or b"hit config." in data:
             self._limits(data, first_line)
+        if b"Watchdog caught" in data or b"ast enqueued NCCL work" in data:
+            self._watchdog(data, first_line)
+
+    def _watchdog(self, data: bytes, first_line: int | None) -> None:
+        for m in _WATCHDOG.finditer(data):
+            rank = int(m["rank"]) if m["rank"] is not None else None
+            said = next(
+                (t for t in self.timeouts if (t["rank"], t["seq"]) == (rank, int(m["seq"]))), None
+            )
+            if said is not None:  # the same timeout again (glog's line, then what())
+                said["mentions"] += 1
+                continue
+            if len(self.timeouts) >= MAX_KEYS:
+                self.overflow += 1
+                break
+            self.timeouts.append(
+                {
+                    "rank": rank,
+                    "seq": int(m["seq"]),
+                    "op": m["op"].decode(),
+                    "timeout_ms": int(m["timeout"]),
+                    "ran_ms": int(m["ran"]),
+                    "line": self._line_at(data, m.start(), first_line),
+                    "mentions": 1,
+                }
+            )
+        for m in _WORK.finditer(data):
+            if len(self.work) < MAX_KEYS or int(m["rank"]) in self.work:
+                self.work[int(m["rank"])] = {
+                    "last_enqueued": int(m["enqueued"]),
+                    "last_completed": int(m["completed"]),
+                    "work_line": self._line_at(data, m.start(), first_line),
+                }
 
     def _line_at(self, data: bytes, pos: int, first_line: int | None) -> int | None:
         return None if first_line is None else first_line + data.count(b"\n", 0, pos)
@@ -263,6 +316,8 @@ class TorchLogs:
             },
             "graph_breaks": {"count": sum(int(b["count"]) for b in breaks), "locations": breaks},
             "limit_hits": self.limits,
+            "collective_timeouts": [{**t, **self.work.get(t["rank"], {})} for t in self.timeouts],
+            "nccl_work": {str(r): w for r, w in sorted(self.work.items())},
             "ranks": sorted(self.ranks),
             "overflow": self.overflow,
         }
