@@ -131,6 +131,9 @@ class TargetProfile(BaseModel):
     flight_recorder: list[str] | None = Field(
         None, description="torch's Flight Recorder dumps, one per rank (paths or globs)"
     )
+    torch_trace: list[str] | None = Field(
+        None, description="torch's structured trace (TORCH_TRACE): directories or files"
+    )
     inductor_cache: str | None = None
     extra_caches: list[str] | None = Field(
         None, description="other compile-cache directories the trainer is set up to fill"
@@ -223,6 +226,7 @@ class TargetProfile(BaseModel):
             "scripts": self.scripts,
             "dataset": self.dataset,
             "flight_recorder": self.flight_recorder,
+            "torch_trace": self.torch_trace,
             "inductor_cache": self.inductor_cache,
             "extra_caches": self.extra_caches,
             "checkpoint_pattern": self.checkpoint_pattern,
@@ -386,6 +390,8 @@ workspace = "/workspace"
 # Flight Recorder dumps (TORCH_FR_DUMP_TEMP_FILE's prefix and a rank) that lie outside
 # the workspace, where no live trainer's environment names them:
 # flight_recorder = ["/tmp/nccl_trace_rank_*"]
+# torch's structured trace (TORCH_TRACE=DIR) outside the workspace:
+# torch_trace = ["/var/tmp/torch_trace"]
 
 # Compile caches when the trainer sets them itself (else TORCHINDUCTOR_CACHE_DIR /
 # TRITON_CACHE_DIR of the login environment, else torch's and triton's defaults).

@@ -6,7 +6,9 @@ most of the window on a run that slowed: a recompile storm)."""
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, AtMost, Claim, Equal, RatioBelow
+import re
+
+from agent.claims import AtLeast, AtMost, Claim, Equal, Matches, RatioBelow
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref
 from agent.rules.live_threads import SHARE, as_dict, doing, processes, who
@@ -24,11 +26,14 @@ from agent.throughput import primary_entry
 SLOW = 0.9
 EAGER = "eager_attention"  # tools.probes._activities: flex_attention's unfused path
 COMPILING = "compiling"  # tools.probes._activities: dynamo's and inductor's compilers
+# compilation_metrics.fail_reason of a frame past its limit (torch 2.13: "Dynamo recompile
+# limit exceeded"; older builds named the cache size limit).
+LIMIT_FAILURE = re.compile(r"(?i)recompile limit exceeded|cache.size.limit")
 
 
 class SilentEagerFallback:
     kind: Kind = "silent_eager_fallback"
-    needs = frozenset({"trainlog", "stdoutlog", "checkpoints", "live"})
+    needs = frozenset({"trainlog", "stdoutlog", "checkpoints", "live", "torch_trace"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         speed = primary_entry(evidence.diff)
@@ -114,8 +119,30 @@ class SilentEagerFallback:
                     )
                 )
             )
+        found.extend(self._trace_signals(evidence))
         found.extend(self._live_signals(evidence))
         return found
+
+    def _trace_signals(self, evidence: Evidence) -> list[Claim]:
+        """A compile torch's structured trace records as failed past the recompile limit
+        (the frame then runs eager): the first such, per trace file."""
+        trace = evidence.latest("torch_trace")
+        if trace is None or not trace.ok:
+            return []
+        out = []
+        for i, file in enumerate(as_dict(trace.value).get("traces") or []):
+            for j, row in enumerate(as_dict(file).get("failed") or []):
+                row = as_dict(row)
+                if not LIMIT_FAILURE.search(str(row.get("fail_reason") or "")):
+                    continue
+                label = (
+                    f"why compile {row.get('compile_id')} of {row.get('function')!r} failed,"
+                    " by torch's structured trace"
+                )
+                at = ref(trace, "traces", i, "failed", j, "fail_reason", label=label)
+                out.append(Claim(predicate=Matches(a=at, pattern=LIMIT_FAILURE.pattern)))
+                break
+        return out
 
     def _live_signals(self, evidence: Evidence) -> list[Claim]:
         """Per live trainer process, the thread sampled most often in flex_attention's

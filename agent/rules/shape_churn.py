@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.claims import AtLeast, Claim, Exists, Greater, Ref
+from agent.claims import AtLeast, Claim, Exists, Greater, Matches, Ref
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
@@ -17,16 +17,17 @@ from agent.rules.base import Evidence, ref
 # automatic dynamic shapes recompile once, on the second size, and not again.
 CHURN_SIZES = 2
 RECOMPILES = ("torch_logs", "recompiles", "functions")
+SIZE_GUARD = "size mismatch at index"  # a guard failure on a tensor's size (torch 2.13)
 
 
 class DatasetShapeChurn:
     kind: Kind = "dataset_shape_churn"
-    needs = frozenset({"dataset", "stdoutlog"})
+    needs = frozenset({"dataset", "stdoutlog", "torch_trace"})
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         sizes = [d for d in evidence.diff if d.key.startswith("dataset.lines:")]
         if not sizes:
-            return _from_torch_logs(evidence)
+            return _from_torch_logs(evidence) or _from_torch_trace(evidence)
         out = []
         for size in sizes:
             path = size.key.split(":", 1)[1]
@@ -142,3 +143,62 @@ def _from_torch_logs(evidence: Evidence) -> list[Hypothesis]:
             fault_alone=False,
         )
     ]
+
+
+def _from_torch_trace(evidence: Evidence) -> list[Hypothesis]:
+    """Shape churn as torch's structured trace (TORCH_TRACE) records it: a function
+    recompiled at least ``CHURN_SIZES`` times, a recompile behind a size guard. A cost of
+    compiling, so a fault only on a run that slowed."""
+    trace = evidence.latest("torch_trace")
+    if trace is None or not trace.ok or not isinstance(trace.value, dict):
+        return []
+    traces: Any = trace.value.get("traces")
+    for i, file in enumerate(traces if isinstance(traces, list) else []):
+        file = file if isinstance(file, dict) else {}
+        for k, fn in enumerate(file.get("functions") or []):
+            fn = fn if isinstance(fn, dict) else {}
+            recompiles = fn.get("recompiles")
+            if not isinstance(recompiles, int) or recompiles < CHURN_SIZES:
+                continue
+            rows = [
+                (r, row)
+                for r, row in enumerate(file.get("compiles") or [])
+                if isinstance(row, dict)
+                and row.get("frame") == fn.get("frame")
+                and SIZE_GUARD in str(row.get("guard_failure") or "")
+            ]
+            if not rows:
+                continue
+            r, row = rows[0]
+            name = f"{fn.get('function')!r} ({fn.get('file')}:{fn.get('line')})"
+            label = f"recompiles of {name} in torch's structured trace"
+            guard = f"the guard failure behind compile {row.get('compile_id')} of {name}"
+            claims = (
+                Claim(
+                    predicate=AtLeast(
+                        a=ref(trace, "traces", i, "functions", k, "recompiles", label=label),
+                        value=CHURN_SIZES,
+                    )
+                ),
+                Claim(
+                    predicate=Matches(
+                        a=ref(trace, "traces", i, "compiles", r, "guard_failure", label=guard),
+                        pattern=SIZE_GUARD,
+                    )
+                ),
+            )
+            return [
+                Hypothesis(
+                    kind="dataset_shape_churn",
+                    claims=claims,
+                    predictions=(
+                        Prediction(
+                            expect="the recompiles stop once every length is compiled",
+                            probe="torch_trace",
+                        ),
+                    ),
+                    unlocks=("recompile-limit",),
+                    fault_alone=False,
+                )
+            ]
+    return []

@@ -19,8 +19,14 @@ from typing import Any
 
 import pytest
 
+from agent.claims import check
+from agent.facts import Fact, Ledger
+from agent.rules.base import Evidence
+from agent.rules.eager_fallback import SilentEagerFallback
 from tools.parsers import stdoutlog
 from tools.parsers._torchlogs import TorchLogs
+from tools.probes import torch_trace
+from tools.probes._common import Context
 
 SCRIPT = textwrap.dedent(
     """\
@@ -60,7 +66,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Path:
             cwd=d,
             stdout=fh,
             stderr=subprocess.STDOUT,
-            env={"TORCH_LOGS": "recompiles,graph_breaks", "PATH": "/usr/bin:/bin"},
+            env={
+                "TORCH_LOGS": "recompiles,graph_breaks",
+                "TORCH_TRACE": str(d / "trace"),
+                "PATH": "/usr/bin:/bin",
+            },
             timeout=240,
         )
     assert run.returncode == 0, out.read_text()[-3000:]
@@ -116,3 +126,23 @@ def test_the_reader_gives_the_same_facts_whatever_the_blocks(console: Path) -> N
         piecewise.feed(line, n, offset)
         offset += len(line)
     assert piecewise.result() == whole.result()
+
+
+def test_the_structured_trace_records_the_compile_the_limit_stopped(console: Path) -> None:
+    """The same run's TORCH_TRACE: eight compiles of ``score`` (entries 0..7) and a ninth
+    that failed at the limit, with the guard failure behind it; the eager fallback cites
+    that failure."""
+    value = torch_trace.collect({"workspace": str(console.parent)}, Context())
+    (trace,) = value["traces"]
+    (score,) = [f for f in trace["functions"] if f["function"] == "score"]
+    assert (score["compiles"], score["recompiles"], score["failed"]) == (LIMIT + 1, LIMIT - 1, 1)
+    failure = score["first_failure"]
+    assert failure["compile_id"] == f"0/{LIMIT}", failure
+    assert failure["fail_reason"] == "Dynamo recompile limit exceeded", failure
+    (failed,) = [r for r in trace["compiles"] if r["compile_id"] == f"0/{LIMIT}"]
+    ninth = LENGTHS[LIMIT]
+    assert failed["guard_failure"].endswith(f"expected {ninth - 1}, actual {ninth}"), failed
+    ledger = Ledger()
+    fact = ledger.append(Fact(probe="torch_trace", target="local", value=value))
+    claims = SilentEagerFallback()._trace_signals(Evidence(ledger=ledger, fact_ids=[fact.id]))
+    assert [check(c, ledger).outcome for c in claims] == ["holds"], claims

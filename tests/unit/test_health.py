@@ -252,8 +252,8 @@ def test_a_health_check_registers_the_sweep_and_what_its_families_may_ask_for() 
     assert sweep.key == rendered(spec)
     assert sweep.why == (
         "probe bundle (host,pyenv,gpus,processes,live,applies,layout,caches,checksums,"
-        "script_patches,checkpoints,trainlog,stdoutlog,flight_recorder,dataset,torch_source,"
-        "integrity,"
+        "script_patches,checkpoints,trainlog,stdoutlog,flight_recorder,torch_trace,dataset,"
+        "torch_source,integrity,"
         "interpreter)"
     )
     rules = [*default_rules(), NeedsRuntime()]

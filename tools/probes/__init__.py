@@ -37,6 +37,7 @@ PROBES: tuple[str, ...] = (
     "trainlog",
     "stdoutlog",
     "flight_recorder",
+    "torch_trace",
     "dataset",
     "torch_source",
     "torch_runtime",

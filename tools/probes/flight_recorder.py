@@ -30,6 +30,7 @@ import stat
 from typing import Any
 
 from ..parsers import plain_pickle
+from . import _workspace_env
 from ._common import Context, ProbeFailure, read_capped
 
 NAME = "flight_recorder"
@@ -47,35 +48,11 @@ _RANKED = re.compile(r"rank_?(\d+)$")
 _STATUS = ("last_enqueued_collective", "last_started_collective", "last_completed_collective")
 
 
-def _environ(pid: str) -> dict[str, str]:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            raw = fh.read(1 << 20)
-    except OSError:
-        return {}
-    out = {}
-    for item in raw.split(b"\0"):
-        key, eq, value = item.partition(b"=")
-        if eq:
-            out[key.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return out
-
-
 def _prefixes_from_trainers(workspace: str) -> list[tuple[str, str]]:
     """(prefix, why) for each live process working in ``workspace`` that names one, or
     that turns dumping on (torch's default prefix then)."""
     found: dict[str, str] = {}
-    root = workspace.rstrip("/")
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        if cwd != root and not cwd.startswith(root + "/"):
-            continue
-        env = _environ(pid)
+    for pid, env in _workspace_env.in_workspace(workspace, PREFIX_VARS + DUMP_ON_VARS):
         for var in PREFIX_VARS:
             if env.get(var):
                 found.setdefault(env[var], f"{var} of pid {pid}")

@@ -134,6 +134,10 @@ def _params(name: str, spec: SweepSpec) -> tuple[dict[str, Any] | None, str]:
             if not spec.flight_recorder and not spec.workspace:
                 return None, "no Flight Recorder dumps or workspace configured"
             return {"paths": list(spec.flight_recorder), "workspace": spec.workspace}, ""
+        case "torch_trace":
+            if not spec.torch_trace and not spec.workspace:
+                return None, "no TORCH_TRACE directory or workspace configured"
+            return {"paths": list(spec.torch_trace), "workspace": spec.workspace}, ""
         case "dataset":
             if not spec.dataset and not spec.workspace:
                 return None, "no dataset or workspace configured"

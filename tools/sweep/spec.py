@@ -32,6 +32,8 @@ class SweepSpec(BaseModel):
     dataset: tuple[str, ...] = ()
     # torch's Flight Recorder dumps (paths or globs, one file per rank).
     flight_recorder: tuple[str, ...] = ()
+    # torch's structured trace (TORCH_TRACE): directories or files.
+    torch_trace: tuple[str, ...] = ()
     inductor_cache: str | None = None
     triton_cache: str | None = None
     extra_caches: tuple[str, ...] = ()

@@ -5,7 +5,8 @@ compiled. The function is compiled with ``dynamic=False`` and the recompile limi
 (in the worker: dynamo's config is per thread in this build), so every new length is a
 new compile and the worker spends its time in dynamo's compiler, with nothing printed.
 The worker logs ``logs/steps.jsonl`` (``step``, ``steps_per_sec``, ``time``) every
-``--log-every`` steps.
+``--log-every`` steps. ``--steps N`` ends the run after step N; ``--resume`` goes on from
+the last step the log holds (the lengths it meets are new to this process).
 """
 
 from __future__ import annotations
@@ -24,19 +25,27 @@ def score(x: torch.Tensor) -> torch.Tensor:
     return (x.sin() * x.cos()).sum() + x.tanh().mean()
 
 
-def work(warm: int, log_every: int) -> None:
+def last_step(log: Path) -> int:
+    if not log.exists():
+        return 0
+    lines = log.read_text().splitlines()
+    return int(json.loads(lines[-1])["step"]) if lines else 0
+
+
+def work(warm: int, log_every: int, steps: int, resume: bool) -> None:
     torch._dynamo.config.recompile_limit = 10**6
     torch._dynamo.config.accumulated_recompile_limit = 10**6
     compiled = torch.compile(score, backend="eager", dynamic=False)
     weight = torch.randn(256, 256)
     log = Path("logs") / "steps.jsonl"
     log.parent.mkdir(exist_ok=True)
-    since, step, length = time.perf_counter(), 0, 64
+    first = last_step(log) if resume else 0
+    since, step, length = time.perf_counter(), first, 64
     with log.open("a") as fh:
-        while True:
+        while step < steps:
             step += 1
-            if step > warm * log_every:
-                length += 1  # a length this run never compiled
+            if step - first > warm * log_every:
+                length += 1  # a length this process never compiled
             for _ in range(8):
                 weight = torch.tanh(weight @ weight) * 0.5
             compiled(torch.randn(length))
@@ -52,8 +61,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--warm", type=int, default=12, help="records before lengths change")
     parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=10**9)
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
-    worker = threading.Thread(target=work, args=(args.warm, args.log_every), name="worker-0")
+    worker = threading.Thread(
+        target=work, args=(args.warm, args.log_every, args.steps, args.resume), name="worker-0"
+    )
     worker.start()
     worker.join()
     return 0

@@ -1,0 +1,85 @@
+"""torch's own records of a loop whose shapes change after a resume, written for real:
+tests/lib/foreign/recompile_train.py runs 150 steps on one length, then is resumed for
+150 more with a new length at every step (compiled with dynamic=False, the limit raised
+in its worker), under TORCH_LOGS=recompiles,graph_breaks and TORCH_TRACE=trace/ set in
+its launch file. What the records must say follows from the script: in the resumed
+process the first length compiles and each of the other 149 recompiles, for a size
+guard on ``x``; the diagnosis names the churn from torch's own lines."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_foreign_trainers import diagnose, explain
+from tests.lib.foreign_trainers import FOREIGN, log_tail, offline_env, write_launcher
+
+STEPS, NEW = 150, 150
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("records") / "ws"
+    ws.mkdir()
+    shutil.copy(FOREIGN / "recompile_train.py", ws / "train.py")
+    write_launcher(
+        ws,
+        before="export OMP_NUM_THREADS=1 TORCH_LOGS=recompiles,graph_breaks"
+        ' TORCH_TRACE="$PWD/trace"',
+    )
+    for args in (
+        ["--steps", str(STEPS), "--warm", str(STEPS)],
+        ["--steps", str(STEPS + NEW), "--warm", "0", "--resume"],
+    ):
+        run = subprocess.run(
+            ["sh", str(ws / "launch.sh"), *args], env=offline_env(), timeout=300, check=False
+        )
+        assert run.returncode == 0, log_tail(ws)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def report(resumed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return diagnose(resumed, tmp_path_factory.mktemp("state"))
+
+
+def fact(report: dict[str, Any], probe: str) -> Any:
+    (found,) = [f for f in report["facts"] if f["probe"] == probe and not f["baseline"]]
+    return found["value"]
+
+
+def test_the_console_records_each_recompile_with_its_size_guard(report: dict[str, Any]) -> None:
+    (score,) = [
+        f
+        for f in fact(report, "stdoutlog")["torch_logs"]["recompiles"]["functions"]
+        if f["function"] == "score"
+    ]
+    assert score["recompiles"] == NEW - 1, score
+    assert score["distinct_new_sizes"] == NEW - 1, score
+    assert all(
+        g["tensor"] == "x" and g["actual"] == g["expected"] + 1 for g in score["guard_failures"]
+    ), score
+
+
+def test_the_structured_trace_holds_the_resumed_process_compiles(report: dict[str, Any]) -> None:
+    traces = fact(report, "torch_trace")["traces"]
+    assert len(traces) == 2, [t["path"] for t in traces]  # one file per process
+    scores = [f for t in traces for f in t["functions"] if f["function"] == "score"]
+    assert sorted(f["recompiles"] for f in scores) == [0, NEW - 1], scores
+    assert sorted(f["compiles"] for f in scores) == [1, NEW], scores
+    assert all(t["torch_version"] and not t["failed"] for t in traces), traces
+
+
+def test_the_churn_is_named_from_torchs_own_lines(report: dict[str, Any]) -> None:
+    churn = [h for h in report["hypotheses"] if h["kind"] == "dataset_shape_churn"]
+    assert churn and churn[0]["status"] == "verified", explain(report)
+    said = [c["text"] for c in churn[0]["claims"]]
+    assert any(
+        t.startswith("distinct new sizes torch recompiled 'score' (") and f"= {NEW - 1} " in t
+        for t in said
+    ), said
+    assert any("tensor 'x' size mismatch at index 0" in t for t in said), said
