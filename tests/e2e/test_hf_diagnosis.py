@@ -115,7 +115,12 @@ def test_default_logging_is_insufficient_evidence_naming_the_switch(
         if line.startswith("{'train_runtime': ")
     ]
     stated = [t for t in said(report) if t.startswith("train_samples_per_second of the Trainer")]
-    assert stated and f"= {float(summary['train_samples_per_second']):g} " in stated[0], stated
+    assert stated, said(report)
+    # Shown to four significant digits (whole numbers from 10,000), thousands grouped
+    # ("= 1,050 ["): the number read back must be the printed one at that precision.
+    shown = float(stated[0].split(" = ")[1].split(" ")[0].replace(",", ""))
+    printed = float(summary["train_samples_per_second"])
+    assert shown == (round(printed) if printed >= 1e4 else float(f"{printed:.4g}")), stated
 
 
 def test_a_resume_the_default_log_hides_is_told_by_the_trainers_two_summaries(

@@ -18,11 +18,13 @@ taken before that run (``Workspace.state``): the CLI stores baselines under
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -233,12 +235,37 @@ def lightning_throughput_workspace(tmp_path_factory: pytest.TempPathFactory) -> 
     train/samples_per_sec, every 5 steps."""
     _need("torch", "torch")
     _need("lightning", "foreign")
-    ws = new_workspace(tmp_path_factory, "lightning-throughput", "lightning_train.py")
-    write_prompts(ws / "data" / "train.jsonl", [32], 64, seed=0)
-    write_launcher(ws, before="export OMP_NUM_THREADS=1")
-    run = launch(ws, "--steps", "60", "--save-steps", "20", "--throughput-monitor")
-    assert run.returncode == 0, log_tail(ws)
-    return Workspace(ws)
+    # A healthy run is what the tests need: one its own figures show slowed in its last
+    # quarter (the suite's other worker took the cores: met once by a clean-clone run,
+    # 42k -> 17k items/s, rightly judged insufficient evidence) is trained again.
+    for attempt in range(3):
+        name = f"lightning-throughput-{attempt}"
+        ws = new_workspace(tmp_path_factory, name, "lightning_train.py")
+        write_prompts(ws / "data" / "train.jsonl", [32], 64, seed=0)
+        write_launcher(ws, before="export OMP_NUM_THREADS=1")
+        run = launch(ws, "--steps", "60", "--save-steps", "20", "--throughput-monitor")
+        assert run.returncode == 0, log_tail(ws)
+        ratio = _held_items_per_sec(ws)
+        if ratio >= HELD:
+            return Workspace(ws)
+    raise AssertionError(f"three Lightning runs slowed on this machine (last: {ratio:.2f}x)")
+
+
+HELD = 0.85  # the last quarter's median rate against the earlier records' (warm-up left out)
+
+
+def _held_items_per_sec(ws: Path) -> float:
+    """Lightning's own items/s in metrics.csv: the last quarter's median over the earlier
+    records' (the first left out), read with the csv module apart from any parser."""
+    (metrics,) = ws.glob("lightning_logs/version_*/metrics.csv")
+    with metrics.open(newline="") as fh:
+        rates = [
+            float(r["train/device/items_per_sec"])
+            for r in csv.DictReader(fh)
+            if r.get("train/device/items_per_sec")
+        ]
+    quarter = max(3, len(rates) // 4)
+    return statistics.median(rates[-quarter:]) / statistics.median(rates[1:-quarter])
 
 
 @pytest.fixture(scope="session")
