@@ -116,7 +116,7 @@ class Run:
         self.failed: list[str] = []
         self.score = torch.compile(agreement, backend="eager", dynamic=False)
         self.at_fault = threading.Barrier(args.devices)
-        self.fault_over = threading.Event()
+        self.threads: list[threading.Thread] = []
 
     def batches(self, device: int) -> list[list[list[int]]]:
         """Device ``device``'s batches: same-length prompts, dealt round-robin."""
@@ -160,15 +160,14 @@ class Run:
     def fault(self, device: int, ids: torch.Tensor) -> None:
         """Worker 1 meets the fault while the others wait: a concurrent FX trace also
         patches ``Module.__call__`` for the whole process, and a call of theirs inside it
-        would die of torch's other tracing error instead of the one this case is about."""
+        would die of torch's other tracing error instead of the one this case is about.
+        They wait for worker 1's thread to end, which is after threading's excepthook has
+        printed its traceback: a step line of theirs printed meanwhile could land inside it."""
         self.at_fault.wait()
         if device != 1:
-            self.fault_over.wait(120)
+            self.threads[1].join(120)
             return
-        try:
-            raise_fault(self.args.fault, self.args.fault_text, self.score, ids)
-        finally:
-            self.fault_over.set()
+        raise_fault(self.args.fault, self.args.fault_text, self.score, ids)
 
     def log(self, step: int, device: int, loss: float, acc: float, tps: float) -> None:
         row = {
@@ -208,13 +207,13 @@ class Run:
         torch._dynamo.config.recompile_limit = 64  # room for a grown dataset's lengths
         start = self.start_step()
         print(f"training {self.args.devices} drafters from step {start}", flush=True)
-        threads = [
+        self.threads = [
             threading.Thread(target=self.worker, args=(d, start), name=f"drafter-{d}")
             for d in range(self.args.devices)
         ]
-        for t in threads:
+        for t in self.threads:
             t.start()
-        for t in threads:
+        for t in self.threads:
             t.join()
         return 0
 
