@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from agent.baseline import DiffEntry
 from agent.claims import MISSING, Claim, Equal, Ref, resolve
@@ -40,6 +40,15 @@ class Evidence:
 
 def ref(fact: Fact, *path: str | int, label: str = "") -> Ref:
     return Ref(fact=fact.id, path=path, label=label)
+
+
+def trace_words(file: dict[str, Any]) -> str:
+    """Whose structured trace a TORCH_TRACE file is, in a claim's words: a job's ranks
+    each write their own, so a claim on one names its rank where the file name holds it."""
+    rank = file.get("rank")
+    if isinstance(rank, int) and not isinstance(rank, bool):
+        return f"rank {rank}'s structured trace (torch)"
+    return "torch's structured trace"
 
 
 def has(fact: Fact | None, *path: str | int) -> bool:

@@ -10,7 +10,7 @@ import re
 
 from agent.claims import AtLeast, AtMost, Claim, Equal, Matches, RatioBelow
 from agent.hypotheses import Hypothesis, Kind
-from agent.rules.base import Evidence, has, ref
+from agent.rules.base import Evidence, has, ref, trace_words
 from agent.rules.live_threads import SHARE, as_dict, doing, processes, who
 from agent.throughput import primary_entry
 
@@ -131,13 +131,14 @@ class SilentEagerFallback:
             return []
         out = []
         for i, file in enumerate(as_dict(trace.value).get("traces") or []):
-            for j, row in enumerate(as_dict(file).get("failed") or []):
+            file = as_dict(file)
+            for j, row in enumerate(file.get("failed") or []):
                 row = as_dict(row)
                 if not LIMIT_FAILURE.search(str(row.get("fail_reason") or "")):
                     continue
                 label = (
                     f"why compile {row.get('compile_id')} of {row.get('function')!r} failed,"
-                    " by torch's structured trace"
+                    f" by {trace_words(file)}"
                 )
                 at = ref(trace, "traces", i, "failed", j, "fail_reason", label=label)
                 out.append(Claim(predicate=Matches(a=at, pattern=LIMIT_FAILURE.pattern)))

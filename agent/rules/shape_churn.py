@@ -11,7 +11,7 @@ from typing import Any
 from agent.claims import AtLeast, Claim, Exists, Greater, Matches, Ref
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
-from agent.rules.base import Evidence, ref
+from agent.rules.base import Evidence, ref, trace_words
 
 # New sizes of one dimension before a function's recompiles are churn: dynamo's
 # automatic dynamic shapes recompile once, on the second size, and not again.
@@ -171,7 +171,7 @@ def _from_torch_trace(evidence: Evidence) -> list[Hypothesis]:
                 continue
             r, row = rows[0]
             name = f"{fn.get('function')!r} ({fn.get('file')}:{fn.get('line')})"
-            label = f"recompiles of {name} in torch's structured trace"
+            label = f"recompiles of {name} in {trace_words(file)}"
             guard = f"the guard failure behind compile {row.get('compile_id')} of {name}"
             claims = (
                 Claim(

@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_foreign_trainers import diagnose, explain
-from tests.lib.foreign_trainers import FOREIGN, log_tail, offline_env, write_launcher
+from tests.lib.foreign_trainers import (
+    FOREIGN,
+    gloo_workspace,
+    log_tail,
+    offline_env,
+    write_launcher,
+)
 
 STEPS, NEW = 150, 150
 
@@ -83,3 +89,45 @@ def test_the_churn_is_named_from_torchs_own_lines(report: dict[str, Any]) -> Non
         for t in said
     ), said
     assert any("tensor 'x' size mismatch at index 0" in t for t in said), said
+
+
+# --- a job's ranks each write their own trace --------------------------------------
+
+RANK_STEPS, GROW_FROM = 40, 21
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/lib/foreign/gloo_train.py under torchrun, two ranks on gloo, its forward
+    compiled, under TORCH_TRACE: from step 21 rank 1's batch gains a row every step, so
+    rank 1 recompiles at each of the last 20 steps and rank 0 compiles once."""
+    ws = tmp_path_factory.mktemp("ranked") / "ws"
+    launch = gloo_workspace(ws, 'TORCH_TRACE="$PWD/trace"')
+    args = ["--steps", str(RANK_STEPS), "--log-every", "5", "--compile"]
+    run = subprocess.run(
+        ["sh", str(launch), *args, "--grow-from", str(GROW_FROM)],
+        env=offline_env(),
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, log_tail(ws)
+    return ws
+
+
+def test_each_ranks_trace_is_read_as_that_ranks(
+    ranked: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    report = diagnose(ranked, tmp_path_factory.mktemp("state"))
+    traces = fact(report, "torch_trace")["traces"]
+    by_rank = {t["rank"]: t for t in traces}
+    assert sorted(by_rank) == [0, 1], [t["path"] for t in traces]
+    compiled = {
+        rank: [(f["compiles"], f["recompiles"]) for f in t["functions"]]
+        for rank, t in by_rank.items()
+    }
+    assert compiled[0] == [(1, 0)], compiled
+    assert compiled[1] == [(1 + RANK_STEPS - GROW_FROM + 1, RANK_STEPS - GROW_FROM + 1)], compiled
+    churn = [h for h in report["hypotheses"] if h["kind"] == "dataset_shape_churn"]
+    assert churn, explain(report)
+    said = [c["text"] for c in churn[0]["claims"]]
+    assert any(t.startswith("recompiles of ") and "in rank 1's structured trace" in t for t in said)

@@ -12,6 +12,11 @@ then fails with gloo's own error, and the job ends. ``--dump``: each rank writes
 Flight Recorder ring (``TORCH_FR_BUFFER_SIZE`` must be set) with torch's own dump
 function to ``$TORCH_FR_DUMP_TEMP_FILE<rank>``: rank 1 as it gets stuck, rank 0 as its
 collective fails (gloo writes no dump on a timeout by itself).
+
+``--compile``: the model's forward is ``torch.compile``'d (dynamo's eager backend, static
+shapes, the recompile limit raised). ``--grow-from N``: from step N on, rank 1's batch
+gains a row every step, so its compiled forward recompiles at every step and rank 0's
+never does (run under ``TORCH_TRACE``, each rank writes its own trace file).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import time
 from pathlib import Path
 
 import torch
+import torch._dynamo
 import torch.distributed as dist
 
 
@@ -45,6 +51,8 @@ def main() -> int:
     parser.add_argument("--stop-after", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=0)
     parser.add_argument("--dump", action="store_true")
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--grow-from", type=int, default=0)
     args = parser.parse_args()
     timeout = datetime.timedelta(seconds=args.timeout) if args.timeout else None
     dist.init_process_group("gloo", timeout=timeout)
@@ -52,17 +60,25 @@ def main() -> int:
     torch.manual_seed(0)
     model = torch.nn.Linear(128, 128)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    forward = model
+    if args.compile:
+        torch._dynamo.config.recompile_limit = 1000  # one thread: it applies
+        forward = torch.compile(model, backend="eager", dynamic=False)
     log = Path("logs") / f"rank{rank}.jsonl"
     log.parent.mkdir(exist_ok=True)
-    since = time.perf_counter()
+    since, rows_since = time.perf_counter(), 0
     with log.open("a") as fh:
         for step in range(1, args.steps + 1):
             if rank == 1 and args.stop_after and step > args.stop_after:
                 if args.dump:
                     dump_ring(rank)
                 wait_for_go(Path("go.flag"))
-            x = torch.randn(32, 128)
-            loss = torch.nn.functional.mse_loss(model(x), x)
+            rows = 32
+            if rank == 1 and args.grow_from and step >= args.grow_from:
+                rows += step - args.grow_from + 1
+            x = torch.randn(rows, 128)
+            rows_since += rows
+            loss = torch.nn.functional.mse_loss(forward(x), x)
             opt.zero_grad()
             loss.backward()
             for p in model.parameters():
@@ -77,11 +93,11 @@ def main() -> int:
             opt.step()
             if step % args.log_every == 0:
                 now = time.perf_counter()
-                rate = 32 * args.log_every / (now - since)
+                rate = rows_since / (now - since)
                 row = {"step": step, "loss": round(loss.item(), 5), "samples_per_sec": rate}
                 fh.write(json.dumps({**row, "time": time.time()}) + "\n")
                 fh.flush()
-                since = now
+                since, rows_since = now, 0
     dist.destroy_process_group()
     return 0
 

@@ -19,7 +19,8 @@ raised by torch or as torch's own exception class, in the worker thread:
 Its author raised dynamo's recompile limit to 64 at start-up, in the main thread, as
 many scripts do; this torch keeps config overrides per thread, so the drafter threads
 still read torch's default (8): a length beyond it logs torch's warning (with that 8)
-and runs uncompiled.
+and runs uncompiled, building ``position_weight``'s table at every call, so the run slows
+down as the incident's did.
 """
 
 from __future__ import annotations
@@ -54,9 +55,27 @@ class Drafter(torch.nn.Module):
         return out
 
 
+# Python work per position that ``position_weight`` does for a sequence length.
+TABLE_WORK = 4000
+
+
+@torch.compiler.assume_constant_result
+def position_weight(length: int) -> float:
+    """A per-length constant built in plain Python (a position table's normaliser, as
+    attention-mask helpers build): torch's trace runs it once and folds the result into
+    the compiled graph, while a length that runs eager builds it again at every call,
+    holding the GIL. On CPU this is what makes a length past the recompile limit slow,
+    the stand-in for the incident's compiled (fused) against eager (unfused) attention."""
+    total = 0
+    for i in range(length * TABLE_WORK):
+        total += i % 7
+    return total / (length * TABLE_WORK * 3.0)
+
+
 def agreement(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """The drafter's acceptance proxy, compiled once per sequence length."""
-    return (logits.argmax(-1) == ids).float().mean()
+    hits = (logits.argmax(-1) == ids).float().mean()
+    return hits * position_weight(ids.shape[-1])
 
 
 def load_prompts(path: Path) -> list[list[int]]:
