@@ -536,6 +536,14 @@ class Transaction:
             rows.append({"path": change.path, "backup": where, "sha256": sha})
         return backups, rows
 
+    def _launch_argv(self) -> list[str]:
+        """How the fixed trainer starts: its launch file, where it exists (the user's, or
+        the doctor's once a change wrote it); else as it started before (a fix that
+        changed only the trainer's config file leaves the launch command as it was)."""
+        if self.remote.sha256(self.site.launch_file) is not None:
+            return ["sh", self.site.launch_file]
+        return self.site.argv_before()
+
     def _restart_and_observe(self, was_running: int | None) -> dict[str, float | int | str | None]:
         if was_running is not None:
             self.journal.step("stopping")
@@ -543,7 +551,7 @@ class Transaction:
         log_offset = self._mark(self.site.stdout_log)
         train_offset = self._mark(self.site.train_log)
         started = self.clock()
-        pid = self._start(["sh", self.site.launch_file])
+        pid = self._start(self._launch_argv())
         finished = self.remote.wait(pid, self.run_timeout, beat=self.site.lock_file)
         if not finished:
             self.remote.stop(pid, beat=self.site.lock_file)

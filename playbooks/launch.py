@@ -29,6 +29,20 @@ def trainer_script(text: str, path: str, cwd: str) -> str | None:
     """The Python file the exec line runs (``python X.py``, ``python -m pkg.mod``),
     absolute; relative names are taken from the script's last ``cd`` before it, else
     ``cwd``. None when the exec line runs no Python file it names."""
+    where = exec_dir(text, cwd)
+    words = exec_words(text, path)
+    for index, word in enumerate(words):
+        if word.endswith(".py"):
+            return word if word.startswith("/") else os.path.join(where, word)
+        if word == "-m" and index + 1 < len(words):
+            module = os.path.join(where, *words[index + 1].split("."))
+            return module + ".py"
+    return None
+
+
+def exec_dir(text: str, cwd: str) -> str:
+    """The directory the exec line runs in: the script's last ``cd`` before it (relative
+    to the one before), else ``cwd``."""
     where = cwd
     for line in text.splitlines():
         words = line.strip().split(None, 1)
@@ -38,14 +52,7 @@ def trainer_script(text: str, path: str, cwd: str) -> str | None:
             except (ValueError, IndexError):
                 continue  # a cd the shell would reject: the trainer never ran from it
             where = target if target.startswith("/") else os.path.join(where, target)
-    words = exec_words(text, path)
-    for index, word in enumerate(words):
-        if word.endswith(".py"):
-            return word if word.startswith("/") else os.path.join(where, word)
-        if word == "-m" and index + 1 < len(words):
-            module = os.path.join(where, *words[index + 1].split("."))
-            return module + ".py"
-    return None
+    return where
 
 
 # Path-like variables a playbook puts an entry in front of: the trainer's own entries, as

@@ -16,13 +16,15 @@ Where the dataset is not pre-tokenized, ``N`` is what torch logged instead: the 
 new sizes of the function it recompiled most (``TORCH_LOGS=recompiles``), plus the size it
 compiled first.
 
-The change: the trainer's own knob (the reference trainer's ``--recompile-limit``) on the
-launch file's exec line, set to ``headroom × N``, so the dataset can grow again before the
-limit is met; a trainer with no such knob gets the start-up hook (``startup_hook``), which
-raises the limit in every thread it starts: a limit the script sets in its main thread
-does not reach worker threads where this torch keeps config overrides per thread (the
-``limit_not_applied`` family). Verification: the warning is absent from the restarted
-run's log lines.
+The change, set to ``headroom × N`` so the dataset can grow again before the limit is
+met, through the first knob the trainer has: its own option on the launch file's exec
+line (a literal in its code that reads as one: the reference trainer's
+``--recompile-limit``); else the setting in a config file the launch line names whose
+value is the limit torch reported (so it is what the compiling threads read); else the
+start-up hook (``startup_hook``), which raises the limit in every thread it starts: a
+limit the script sets in its main thread does not reach worker threads where this torch
+keeps config overrides per thread (the ``limit_not_applied`` family).
+Verification: the warning is absent from the restarted run's log lines.
 """
 
 from __future__ import annotations
@@ -31,15 +33,20 @@ import re
 import shlex
 from typing import Any
 
+from playbooks import config_knob
 from playbooks.base import FileChange, Recurrence, TrainerSite, unified
 from playbooks.launch import current as current_launch
-from playbooks.launch import exec_words, trainer_script, with_flag
+from playbooks.launch import exec_dir, exec_words, trainer_script, with_flag
 from playbooks.remote import Remote
 from playbooks.startup_hook import LIMIT_ENV, hook_changes
 from tools.errors import ApplyError
 from tools.sweep import SweepSpec, sweep
 
 WARNING = Recurrence("recompile_limit", "recompile-limit warning")
+# A trainer's own option for the limit, as its code spells it (``--recompile-limit``,
+# ``--dynamo-cache-size-limit``), and a config key for it (``compile.recompile_limit``).
+FLAG = r"--[A-Za-z0-9_-]*(?:recompile|cache[-_]size)[-_]limit"
+KEY = r"(?:[A-Za-z0-9_-]+\.)*[A-Za-z0-9_-]*(?:recompile|cache_size)_limit"
 _LIMIT = re.compile(r"hit config\.(?:recompile_limit|cache_size_limit) \((\d+)\)")
 
 
@@ -52,22 +59,19 @@ class RecompileLimit:
     answers = "dataset_shape_churn"
     signature = WARNING
 
-    def __init__(self, knob: str = "--recompile-limit", headroom: int = 2) -> None:
-        self.knob = knob
+    def __init__(self, knob: str | None = None, headroom: int = 2) -> None:
+        self.knob = knob  # None: the trainer's own option, found by FLAG in its code
         self.headroom = headroom
 
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]:
         text, before_sha = current_launch(site, remote)
         script = trainer_script(text, site.launch_file, site.start_dir)
-        declared = remote.knob(script, self.knob) if script else None
+        flag = self._declared(script, remote) if script else None
         facts = _probe(site, remote)
         lengths, seen = _lengths(facts)
         wanted = self.headroom * lengths
         words = exec_words(text, site.launch_file)
-        if declared is not None:
-            current = _flag_value(words, self.knob)
-        else:
-            current = _env_value(words, LIMIT_ENV)
+        current = _flag_value(words, flag) if flag else _env_value(words, LIMIT_ENV)
         if current is not None and current >= wanted:
             return []  # already applied (or set this high by hand)
         hit = _limit_hit(facts["stdoutlog"], site.stdout_log)
@@ -78,27 +82,54 @@ class RecompileLimit:
                 "lengths makes it recompile, and a higher limit would not address it"
             )
         sized = f"torch hit its recompile limit of {hit}; the run has {lengths} distinct "
-        if declared is None:
+        scale = f"{wanted} = {self.headroom} × {lengths}"
+        if flag:
+            after = with_flag(text, site.launch_file, flag, str(wanted))
+            return [
+                FileChange(
+                    path=site.launch_file,
+                    before_sha256=before_sha,
+                    after=after,
+                    diff=unified(site.launch_file, text, after),
+                    why=f"{sized}prompt lengths ({seen}); {flag} {scale}",
+                )
+            ]
+        files = config_knob.named_files(words, exec_dir(text, site.start_dir))
+        settings = config_knob.find(remote, files, KEY, site.workspace)
+        if any(k.value == wanted for k in settings):
+            return []  # the config file already sets what this fix would
+        read = [k for k in settings if k.value == hit]
+        if len(read) == 1:
+            (k,) = read
             why = (
-                f"{sized}lengths ({seen}); the trainer declares no {self.knob} (not in "
-                f"{script or 'its launch line'} nor in the modules it imports from its tree):"
-                f" the start-up hook raises the limit to {wanted} = {self.headroom} × "
-                f"{lengths} in every thread it starts"
+                f"{sized}lengths ({seen}); {k.key} = {hit} at {k.where()}, a config file the "
+                f"launch line names, is the limit torch reported: it is raised to {scale}"
             )
-            return hook_changes(site, remote, text, before_sha, {LIMIT_ENV: str(wanted)}, why)
-        after = with_flag(text, site.launch_file, self.knob, str(wanted))
-        return [
-            FileChange(
-                path=site.launch_file,
-                before_sha256=before_sha,
-                after=after,
-                diff=unified(site.launch_file, text, after),
-                why=(
-                    f"{sized}prompt lengths ({seen}); {self.knob} {wanted} = "
-                    f"{self.headroom} × {lengths}"
-                ),
+            return [k.change(wanted, why)]
+        if len(read) > 1:
+            raise ApplyError(
+                f"precondition not met: {len(read)} settings of the limit torch hit ({hit}) in "
+                f"the launch line's config files ({', '.join(k.where() for k in read)}): which "
+                "one the trainer reads is not known"
             )
-        ]
+        named = self.knob or "recompile-limit option"
+        not_read = "".join(
+            f"; {k.key} = {k.value} at {k.where()} is not the {hit} torch read" for k in settings
+        )
+        why = (
+            f"{sized}lengths ({seen}); the trainer declares no {named} (not in "
+            f"{script or 'its launch line'} nor in the modules it imports from its tree)"
+            f"{not_read}: the start-up hook raises the limit to {scale} in every thread it starts"
+        )
+        return hook_changes(site, remote, text, before_sha, {LIMIT_ENV: str(wanted)}, why)
+
+    def _declared(self, script: str, remote: Remote) -> str | None:
+        """The trainer's own option for the limit: ``knob`` where one was given, else the
+        first literal in its code that reads as one (FLAG)."""
+        if self.knob is not None:
+            return self.knob if remote.knob(script, self.knob) is not None else None
+        found = remote.knob_like(script, FLAG)
+        return None if found is None else found[1]
 
 
 def _probe(site: TrainerSite, remote: Remote) -> dict[str, Any]:

@@ -286,9 +286,12 @@ try:
         # Is FLAG (and VALUE) a string literal in the trainer's script or in the modules
         # it imports from its own tree (its directory, the directories it puts on
         # sys.path)? That is where an argparse/click option is declared. Nothing is run.
-        import ast
+        # With PATTERN instead of FLAG: the first literal the pattern matches whole
+        # (the option's name is the trainer's own), sorted for a stable answer.
+        import ast, re
+        like = re.compile(op["pattern"]) if op.get("pattern") else None
         roots = [os.path.dirname(os.path.abspath(op["script"]))]
-        todo, seen, found = [os.path.abspath(op["script"])], [], None
+        todo, seen, found, literal = [os.path.abspath(op["script"])], [], None, None
         while todo and len(seen) < 300:
             path = todo.pop(0)
             if path in seen:
@@ -308,8 +311,13 @@ try:
                         and isinstance(n.args[-1], ast.Constant)
                         and isinstance(n.args[-1].value, str)):
                     roots.append(n.args[-1].value)
-            if op["flag"] in strings and (op.get("value") is None or op["value"] in strings):
-                found = path
+            if like is not None:
+                named = sorted(t for t in strings if like.fullmatch(t))
+                if named:
+                    found, literal = path, named[0]
+                    break
+            elif op["flag"] in strings and (op.get("value") is None or op["value"] in strings):
+                found, literal = path, op["flag"]
                 break
             here = os.path.dirname(path)
             for n in ast.walk(tree):
@@ -331,7 +339,7 @@ try:
                         for f in (cand + ".py", os.path.join(cand, "__init__.py")):
                             if os.path.isfile(f) and f not in seen:
                                 todo.append(f)
-        out = {"found": found, "searched": len(seen)}
+        out = {"found": found, "literal": literal, "searched": len(seen)}
     elif kind == "stop":
         pid = op["pid"]
         try:
@@ -507,6 +515,15 @@ class Remote:
         its tree) that declares ``flag`` (with ``value`` among its literals), or None."""
         found = self._op(op="knob", script=script, flag=flag, value=value)["found"]
         return None if found is None else str(found)
+
+    def knob_like(self, script: str, pattern: str) -> tuple[str, str] | None:
+        """The file of the trainer's own code (as ``knob`` searches) holding a literal
+        ``pattern`` matches whole, and that literal (the option's name as the trainer
+        spells it), or None."""
+        answer = self._op(op="knob", script=script, flag=None, pattern=pattern)
+        if answer["found"] is None:
+            return None
+        return str(answer["found"]), str(answer["literal"])
 
     def stop(self, pid: int, timeout: float = 60.0, beat: str | None = None) -> bool:
         """SIGTERM (the trainer checkpoints and exits), SIGKILL after ``timeout``;

@@ -126,3 +126,54 @@ def test_diagnosed_then_fixed_through_the_start_up_hook(
     launch = Path(the_site.launch_file).read_text()
     assert "DFLASH_DOCTOR_RECOMPILE_LIMIT=26" in launch, launch
     assert (Path(the_site.state_dir) / "hook" / "sitecustomize.py").exists()
+
+
+CONFIG = """# compile settings, applied by each drafter thread
+[compile]
+recompile_limit = 8  # torch's default
+"""
+
+
+def test_fixed_through_the_config_file_its_launch_line_names(
+    churned: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The same trainer run with ``--config conf/compile.toml``, whose drafter threads each
+    set the limit the file holds (8, the limit torch reported): the fix changes that
+    number in that file, not the launch line, and no hook is written: a hook's raised
+    default would not reach threads that set the limit themselves."""
+    ws, command = churned
+    (ws / "conf").mkdir()
+    (ws / "conf" / "compile.toml").write_text(CONFIG)
+    command += " --config conf/compile.toml"
+    console = ws / "train.log"
+    before = console.stat().st_size
+    script = sha(ws / "train.py")
+    the_site = site(
+        workspace=str(ws),
+        train_log=str(ws / "logs" / "metrics.jsonl"),
+        stdout_log=str(console),
+        interpreter=sys.executable,
+        launch=command,
+    )
+    metrics = ws / "logs" / "metrics.jsonl"
+    good = statistics.median(speeds(metrics, upto=RESUMED_AT))
+    records = len(speeds(metrics))
+    remote = Remote(LocalTransport(), interpreter=sys.executable)
+    tx = Transaction(
+        RecompileLimit(), the_site, remote, baseline_tok_s=good, min_ratio=RESTORED, run_timeout=300
+    )
+    plan = tx.plan()
+    (change,) = plan.changes
+    assert change.path == str(ws / "conf" / "compile.toml")
+    assert f"recompile_limit = 8 at {ws}/conf/compile.toml:3" in change.why, change.why
+    assert "raised to 26 = 2 × 13" in change.why, change.why
+    outcome = tx.apply(plan)
+    assert outcome.status == "applied", outcome
+    assert (ws / "conf" / "compile.toml").read_text() == CONFIG.replace("= 8 ", "= 26 ")
+    fixed = speeds(metrics)[records:]
+    assert statistics.median(fixed) >= RESTORED * good, (fixed, good)
+    fresh = console.read_bytes()[before:].decode()
+    assert "hit config." not in fresh, fresh[-3000:]
+    assert "recompile-limit hook" not in fresh, fresh[-3000:]
+    assert sha(ws / "train.py") == script
+    assert not (Path(the_site.state_dir) / "hook" / "sitecustomize.py").exists()

@@ -18,7 +18,9 @@ raised by torch or as torch's own exception class, in the worker thread:
 
 Its author raised dynamo's recompile limit to 64 at start-up, in the main thread, as
 many scripts do; this torch keeps config overrides per thread, so the drafter threads
-still read torch's default (8): a length beyond it logs torch's warning (with that 8)
+still read torch's default (8) — or, with ``--config FILE.toml``, its ``[compile]
+recompile_limit``, which each drafter thread sets for itself: a length beyond it logs
+torch's warning (with that 8)
 and runs uncompiled, building ``position_weight``'s table at every call, so the run slows
 down as the incident's did.
 """
@@ -31,6 +33,7 @@ import platform
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,6 +153,9 @@ class Run:
 
     def worker(self, device: int, start: int) -> None:
         torch.manual_seed(device)
+        if self.args.config:  # its compile settings, applied in the thread that compiles
+            settings = tomllib.loads(Path(self.args.config).read_text())["compile"]
+            torch._dynamo.config.recompile_limit = int(settings["recompile_limit"])
         model = Drafter()
         if start:
             saved = self.ws / "ckpt" / f"epoch_0_step_{start}" / "drafter.pt"
@@ -248,6 +254,7 @@ def main() -> int:
     parser.add_argument("--fault", choices=["none", "fx", "oom", "nccl", "hang"], default="none")
     parser.add_argument("--fault-step", type=int, default=0)
     parser.add_argument("--fault-text", default="")
+    parser.add_argument("--config", default="")
     died: list[str] = []
     hook = threading.excepthook
 
