@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 from agent.claims import MISSING, Ref, resolve
 from agent.facts import Fact, Ledger, latest, observed
 from tools.errors import ConfigError, LedgerError
+from tools.text import model_from_json, model_json
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
@@ -95,14 +96,14 @@ class BaselineStore:
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(snapshot.model_dump_json(indent=1))
+        tmp.write_text(model_json(snapshot, indent=1))
         tmp.replace(path)  # atomic: a crash never leaves half a baseline
         return path
 
     def load(self, name: str) -> Snapshot:
         path = self.path(name)
         try:
-            snapshot = Snapshot.model_validate_json(path.read_text())
+            snapshot = model_from_json(Snapshot, path.read_text())
         except FileNotFoundError:
             known = ", ".join(sorted(p.stem for p in self.root.glob("*.json"))) or "none"
             raise ConfigError(f"no baseline named {name!r} (known: {known})") from None

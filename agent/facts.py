@@ -17,10 +17,12 @@ import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from tools.errors import LedgerError
+from tools.text import model_from_json, model_json, writable_json
 
 _MIN_ID = 4
 
@@ -40,6 +42,13 @@ class Fact(BaseModel):
     error: str | None = None
     collected_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     duration: float = 0.0
+
+    @field_validator("target", "argv", "value", "error", mode="before")
+    @classmethod
+    def _writable(cls, given: Any) -> Any:
+        """A lone surrogate (a ``\\ud800`` escape in a log line, a file name that is not
+        UTF-8) escaped where it stands: one fact must not make the ledger unwritable."""
+        return writable_json(given)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +82,7 @@ class Ledger:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(stored.model_dump_json() + "\n")
+                    fh.write(model_json(stored) + "\n")
             except OSError as exc:
                 raise LedgerError(f"{self.path}: cannot append fact: {exc.strerror}") from exc
         self._index(stored)
@@ -113,7 +122,7 @@ class Ledger:
             raise LedgerError(f"{path}: cannot read ledger: {exc}") from exc
         for number, line in enumerate(lines, start=1):
             try:
-                fact = Fact.model_validate_json(line)
+                fact = model_from_json(Fact, line)
             except ValidationError as exc:
                 reason = exc.errors()[0]["msg"] if exc.errors() else "invalid"
                 raise LedgerError(f"{path}:{number}: not a fact ({reason})") from None

@@ -10,6 +10,7 @@ from agent.facts import Fact, Ledger
 from tools.carry import carry_py_spy, local_py_spy
 from tools.log import get_logger
 from tools.sweep import ProbeResult, SweepResult, SweepSpec, build_plan, sweep
+from tools.text import model_json
 from tools.transport.base import CommandResult, KeyedStdin, Transport
 
 Sweep = Callable[..., SweepResult]
@@ -91,7 +92,7 @@ class SweepGatherer:
             probes = None if only is None else sorted(only)
             plan = build_plan(self.spec, probes)
             keyed = _PlanKeyed(
-                self.transport, hashlib.sha256(plan.model_dump_json().encode()).hexdigest()
+                self.transport, hashlib.sha256(model_json(plan).encode()).hexdigest()
             )
             result = self.run_sweep(keyed, self.spec, only=probes)
             facts = self._file(result)
@@ -126,7 +127,7 @@ class SweepGatherer:
             spec = self.spec.model_copy(update={"py_spy": carried.path, "py_spy_carried": True})
             plan = build_plan(spec, ["live"])
             keyed = _PlanKeyed(
-                self.transport, hashlib.sha256(plan.model_dump_json().encode()).hexdigest()
+                self.transport, hashlib.sha256(model_json(plan).encode()).hexdigest()
             )
             return self._file(self.run_sweep(keyed, spec, only=["live"]))
         finally:

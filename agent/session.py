@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tools.errors import ConfigError, UsageError
 from tools.redact import Redactor
 from tools.statedir import APP, state_home
+from tools.text import model_from_json, model_json
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
 from tools.transport.record import RecordingTransport
@@ -100,7 +101,7 @@ class Session:
         self._targets: list[Target] = []
         if config is not None and not resume:
             self.dir.mkdir(parents=True, exist_ok=True)
-            (self.dir / "session.json").write_text(config.model_dump_json(indent=1))
+            (self.dir / "session.json").write_text(model_json(config, indent=1))
 
     @property
     def ledger(self) -> Ledger:
@@ -127,8 +128,8 @@ class Session:
                 "spec": config.spec.model_dump(mode="json") if config.spec else None,
                 # What the session was asked to do, as one comparable value.
                 "config_digest": hashlib.sha256(
-                    config.model_dump_json(
-                        include={"command", "target", "mode", "spec", "baseline"}
+                    model_json(
+                        config, include={"command", "target", "mode", "spec", "baseline"}
                     ).encode()
                 ).hexdigest(),
             },
@@ -148,7 +149,7 @@ class Session:
             raise ConfigError(f"bad session id {session_id!r} (expected e.g. 20261130-021500-ab12)")
         path = base / session_id / "session.json"
         try:
-            config = SessionConfig.model_validate_json(path.read_text())
+            config = model_from_json(SessionConfig, path.read_text())
         except FileNotFoundError:
             raise ConfigError(f"no session {session_id} under {base}") from None
         except (OSError, ValidationError) as exc:

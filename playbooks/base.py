@@ -171,6 +171,17 @@ class Playbook(Protocol):
     def changes(self, site: TrainerSite, remote: Remote) -> list[FileChange]: ...
 
 
+def launch_change(
+    site: TrainerSite, text: str, sha: str | None, after: str, why: str
+) -> list[FileChange]:
+    """The launch file changed from ``text`` (its sha256 ``sha``) to ``after``, as a
+    plan's one change; none where ``after`` is what is there (already applied)."""
+    if after == text:
+        return []
+    diff = unified(site.launch_file, text, after)
+    return [FileChange(path=site.launch_file, before_sha256=sha, after=after, diff=diff, why=why)]
+
+
 def unified(path: str, before: str, after: str) -> str:
     return "".join(
         difflib.unified_diff(

@@ -11,7 +11,7 @@ imports from its tree), never assumed.
 
 from __future__ import annotations
 
-from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
+from playbooks.base import FX_TRACE, FileChange, TrainerSite, launch_change
 from playbooks.launch import current, trainer_script, with_flag
 from playbooks.remote import Remote
 from playbooks.startup_hook import LOCK_ENV, hook_changes
@@ -32,17 +32,8 @@ class LockWarmup:
         declared = remote.knob(script, self.knob) if self.knob and script else None
         if self.knob is not None and declared is not None:
             after = with_flag(text, site.launch_file, self.knob)
-            if after == text:
-                return []
-            return [
-                FileChange(
-                    path=site.launch_file,
-                    before_sha256=before_sha,
-                    after=after,
-                    diff=unified(site.launch_file, text, after),
-                    why=f"the trainer declares {self.knob} ({declared})",
-                )
-            ]
+            why = f"the trainer declares {self.knob} ({declared})"
+            return launch_change(site, text, before_sha, after, why)
         if self.knob is None:
             why = "the hook route (no knob asked for)"
         else:

@@ -6,7 +6,7 @@ is not offered, saying why, where it does not."""
 
 from __future__ import annotations
 
-from playbooks.base import FX_TRACE, FileChange, TrainerSite, unified
+from playbooks.base import FX_TRACE, FileChange, TrainerSite, launch_change
 from playbooks.launch import current, trainer_script, with_flag
 from playbooks.remote import Remote
 from tools.errors import ApplyError
@@ -33,14 +33,5 @@ class ProcessIsolation:
                 "tree): only the trainer can run one process per device"
             )
         after = with_flag(text, site.launch_file, self.flag, self.value)
-        if after == text:
-            return []
-        return [
-            FileChange(
-                path=site.launch_file,
-                before_sha256=before_sha,
-                after=after,
-                diff=unified(site.launch_file, text, after),
-                why=f"the trainer declares {self.flag} {self.value} ({declared})",
-            )
-        ]
+        why = f"the trainer declares {self.flag} {self.value} ({declared})"
+        return launch_change(site, text, before_sha, after, why)

@@ -34,7 +34,7 @@ import shlex
 from typing import Any
 
 from playbooks import config_knob
-from playbooks.base import FileChange, Recurrence, TrainerSite, unified
+from playbooks.base import FileChange, Recurrence, TrainerSite, launch_change
 from playbooks.launch import current as current_launch
 from playbooks.launch import exec_dir, exec_words, trainer_script, with_flag
 from playbooks.remote import Remote
@@ -85,15 +85,8 @@ class RecompileLimit:
         scale = f"{wanted} = {self.headroom} × {lengths}"
         if flag:
             after = with_flag(text, site.launch_file, flag, str(wanted))
-            return [
-                FileChange(
-                    path=site.launch_file,
-                    before_sha256=before_sha,
-                    after=after,
-                    diff=unified(site.launch_file, text, after),
-                    why=f"{sized}prompt lengths ({seen}); {flag} {scale}",
-                )
-            ]
+            why = f"{sized}prompt lengths ({seen}); {flag} {scale}"
+            return launch_change(site, text, before_sha, after, why)
         files = config_knob.named_files(words, exec_dir(text, site.start_dir))
         settings = config_knob.find(remote, files, KEY, site.workspace)
         if any(k.value == wanted for k in settings):

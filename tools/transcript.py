@@ -40,6 +40,7 @@ from tools.errors import TranscriptError
 from tools.localfile import read_regular
 from tools.redact import Redactor
 from tools.signing import TranscriptKey, installation_key
+from tools.text import json_text
 
 FORMAT = "dflash-doctor-transcript"
 VERSION = 1
@@ -53,7 +54,7 @@ Signer = Literal["this installation", "another installation", "no key here"]
 
 
 def _line(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json_text(obj, sort_keys=True, separators=(",", ":"))
 
 
 def _sha(line: str) -> str:

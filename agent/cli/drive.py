@@ -18,6 +18,7 @@ from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session
 from playbooks import default_playbooks
 from tools.errors import UsageError
+from tools.text import model_json
 
 if TYPE_CHECKING:
     from agent.doctor import Doctor
@@ -94,7 +95,7 @@ def drive(
         session.close()
     report = build_report(outcome.state, session.ledger, session.id)
     if fmt == "json":
-        typer.echo(report.model_dump_json(indent=1))
+        typer.echo(model_json(report, indent=1))
     else:
         Console().print(Markdown(render_markdown(report)))
     if outcome.paused is not None:

@@ -9,6 +9,7 @@ import typer
 
 from agent.cli.options import MdHtmlOrJson
 from tools.errors import UsageError
+from tools.text import model_json
 
 
 def report(
@@ -24,7 +25,7 @@ def report(
     recorded = load_recorded(path)
     built = build_report(recorded.state, recorded.ledger, str(recorded.header.get("session")))
     if fmt == "json":
-        text = built.model_dump_json(indent=1)
+        text = model_json(built, indent=1)
     elif fmt == "html":
         text = render_html(built, recorded.state, recorded.ledger)
     else:

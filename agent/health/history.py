@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.health.model import HealthRun, Status, TargetResult, TrendPoint
 from tools.log import get_logger
+from tools.text import model_from_json, model_json
 
 log = get_logger(__name__)
 
@@ -125,7 +126,7 @@ class HealthHistory:
             if not line.strip():
                 continue
             try:
-                entry = HistoryEntry.model_validate_json(line)
+                entry = model_from_json(HistoryEntry, line)
             except ValidationError as exc:
                 log.warning(
                     "health_history_line_skipped",
@@ -181,9 +182,9 @@ class HealthHistory:
         path = self.run_path(run.run)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(run.model_dump_json(indent=1), encoding="utf-8")
+        tmp.write_text(model_json(run, indent=1), encoding="utf-8")
         tmp.replace(path)
-        lines = "".join(HistoryEntry.of(run.run, r).model_dump_json() + "\n" for r in run.targets)
+        lines = "".join(model_json(HistoryEntry.of(run.run, r)) + "\n" for r in run.targets)
         with self._locked(), self.history_path.open("a", encoding="utf-8") as fh:
             fh.write(lines)
             fh.flush()

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from playbooks import RecompileLimit, Remote, Transaction
+from playbooks.base import TrainerSite
 from playbooks.site import site
 from tests.e2e.test_foreign_trainers import explain
 from tests.lib.foreign_trainers import Workspace, cli
@@ -41,6 +42,13 @@ pytestmark = [pytest.mark.timeout(600)]
 
 # The churn workspace's dataset: 48 prompts of length 32, then twelve new lengths.
 DISTINCT_LENGTHS = 13
+# The limit counts dynamo's entries for the function, and the three drafter threads that
+# meet a new length together can each add one for it: dynamo's own log says "Unexpected
+# recompilation: runtime guards failed even though they passed during recompilation-reason
+# analysis" (TORCH_LOGS=recompiles; met here under the suite's load: [0/26] at 13
+# lengths). So the transactions here size the limit per thread, 2 × 3 × 13; the default
+# (2 × 13) is what the diagnosis's plan states.
+THREADS = 3
 RESUMED_AT = 40  # the churned run resumed from the good run's step-40 checkpoint
 SLOW = 0.5  # the churned run's median tokens/s is below this share of the good run's
 RESTORED = 0.5  # and the fixed run's at least this share (see the module's docstring)
@@ -50,6 +58,18 @@ def speeds(metrics: Path, *, after: int = 0, upto: int = 10**9) -> list[float]:
     """Each record's own tokens/s in the trainer's metrics file, for steps in (after, upto]."""
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     return [float(r["perf/tokens_per_second"]) for r in rows if after < int(r["_step"]) <= upto]
+
+
+def user_site(ws: Path, command: str) -> tuple[TrainerSite, Path]:
+    """The trainer's site as the user's command starts it, and its metrics file."""
+    metrics = ws / "logs" / "metrics.jsonl"
+    return site(
+        workspace=str(ws),
+        train_log=str(metrics),
+        stdout_log=str(ws / "train.log"),
+        interpreter=sys.executable,
+        launch=command,
+    ), metrics
 
 
 def sha(path: Path) -> str:
@@ -97,34 +117,32 @@ def test_diagnosed_then_fixed_through_the_start_up_hook(
     script = sha(ws / "train.py")
     console = ws / "train.log"
     before = console.stat().st_size
-    the_site = site(
-        workspace=str(ws),
-        train_log=str(ws / "logs" / "metrics.jsonl"),
-        stdout_log=str(console),
-        interpreter=sys.executable,
-        launch=command,
-    )
-    metrics = ws / "logs" / "metrics.jsonl"
+    the_site, metrics = user_site(ws, command)
     good = statistics.median(speeds(metrics, upto=RESUMED_AT))
-    churned = statistics.median(speeds(metrics, after=RESUMED_AT))
-    assert churned < SLOW * good, (churned, good)
+    slowed = statistics.median(speeds(metrics, after=RESUMED_AT))
+    assert slowed < SLOW * good, (slowed, good)
     records = len(speeds(metrics))
     remote = Remote(LocalTransport(), interpreter=sys.executable)
     tx = Transaction(
-        RecompileLimit(), the_site, remote, baseline_tok_s=good, min_ratio=RESTORED, run_timeout=300
+        RecompileLimit(headroom=THREADS * 2),
+        the_site,
+        remote,
+        baseline_tok_s=good,
+        min_ratio=RESTORED,
+        run_timeout=300,
     )
     outcome = tx.apply(tx.plan())
     assert outcome.status == "applied", outcome
     fixed = speeds(metrics)[records:]  # the restarted run's records, in its own words
     assert outcome.observations["drafter_tok_s"] == pytest.approx(statistics.median(fixed))
-    assert statistics.median(fixed) >= RESTORED * good, (fixed, good, churned)
+    assert statistics.median(fixed) >= RESTORED * good, (fixed, good, slowed)
     fresh = console.read_bytes()[before:].decode()
-    assert "recompile-limit hook active (recompile_limit = 26 in every thread)" in fresh
+    assert "recompile-limit hook active (recompile_limit = 78 in every thread)" in fresh
     assert "hit config." not in fresh, fresh[-3000:]
     assert outcome.observations["new_signature_lines"] == 0
     assert sha(ws / "train.py") == script
     launch = Path(the_site.launch_file).read_text()
-    assert "DFLASH_DOCTOR_RECOMPILE_LIMIT=26" in launch, launch
+    assert "DFLASH_DOCTOR_RECOMPILE_LIMIT=78" in launch, launch
     assert (Path(the_site.state_dir) / "hook" / "sitecustomize.py").exists()
 
 
@@ -148,28 +166,26 @@ def test_fixed_through_the_config_file_its_launch_line_names(
     console = ws / "train.log"
     before = console.stat().st_size
     script = sha(ws / "train.py")
-    the_site = site(
-        workspace=str(ws),
-        train_log=str(ws / "logs" / "metrics.jsonl"),
-        stdout_log=str(console),
-        interpreter=sys.executable,
-        launch=command,
-    )
-    metrics = ws / "logs" / "metrics.jsonl"
+    the_site, metrics = user_site(ws, command)
     good = statistics.median(speeds(metrics, upto=RESUMED_AT))
     records = len(speeds(metrics))
     remote = Remote(LocalTransport(), interpreter=sys.executable)
     tx = Transaction(
-        RecompileLimit(), the_site, remote, baseline_tok_s=good, min_ratio=RESTORED, run_timeout=300
+        RecompileLimit(headroom=THREADS * 2),
+        the_site,
+        remote,
+        baseline_tok_s=good,
+        min_ratio=RESTORED,
+        run_timeout=300,
     )
     plan = tx.plan()
     (change,) = plan.changes
     assert change.path == str(ws / "conf" / "compile.toml")
     assert f"recompile_limit = 8 at {ws}/conf/compile.toml:3" in change.why, change.why
-    assert "raised to 26 = 2 × 13" in change.why, change.why
+    assert "raised to 78 = 6 × 13" in change.why, change.why
     outcome = tx.apply(plan)
     assert outcome.status == "applied", outcome
-    assert (ws / "conf" / "compile.toml").read_text() == CONFIG.replace("= 8 ", "= 26 ")
+    assert (ws / "conf" / "compile.toml").read_text() == CONFIG.replace("= 8 ", "= 78 ")
     fixed = speeds(metrics)[records:]
     assert statistics.median(fixed) >= RESTORED * good, (fixed, good)
     fresh = console.read_bytes()[before:].decode()

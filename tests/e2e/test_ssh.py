@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -59,6 +60,18 @@ def test_argv_payloads_come_back_byte_exact(pct_target: Target, payload: str) ->
     result = pct_target.run(["printf", "%s", payload])
     assert result.rc == 0, result.stderr
     assert result.stdout == payload.encode()
+
+
+@pytest.mark.parametrize("word", [b"bad\xff", b"\xe9t\xe9 \x80$(id)", b"caf\xc3\xa9\xff"])
+def test_an_argv_word_that_is_not_utf8_goes_out_as_its_bytes(
+    pct_target: Target, word: bytes
+) -> None:
+    """A word of argv as Python gives bytes that are not UTF-8 (``os.fsdecode``'s
+    surrogates) reaches the command as those bytes, through ssh and pct, as ssh(1) sends
+    them."""
+    result = pct_target.run(["printf", "%s", os.fsdecode(word)])
+    assert result.rc == 0, result.stderr
+    assert result.stdout == word
 
 
 def test_binary_blob_round_trips_through_stdin(pct_target: Target) -> None:

@@ -127,7 +127,9 @@ class SSHTransport:
         command = shlex.join(argv)
         try:
             channel = conn.client.get_transport().open_session(timeout=self.options.channel_timeout)
-            channel.exec_command(command)
+            # Bytes, as ssh(1) sends them: an argument that is not UTF-8 (os.fsdecode's
+            # surrogates) goes out as the bytes it was given.
+            channel.exec_command(command.encode("utf-8", "surrogateescape"))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self._drop()
             raise ConnectionLost(f"could not start command: {_why(exc)}", target=self.name) from exc

@@ -65,7 +65,8 @@ class Target:
         if timeout is not None:
             client_timeout = timeout + _CLIENT_GRACE if self.remote_timeout else timeout
         started = time.monotonic()
-        bound = log.bind(target=self.name, argv_digest=digest(" ".join(argv).encode())[:12])
+        said = " ".join(argv).encode("utf-8", "surrogateescape")  # argv may hold any bytes
+        bound = log.bind(target=self.name, argv_digest=digest(said)[:12])
         try:
             raw = self.transport.run(wired, stdin=stdin, timeout=client_timeout)
         except Exception as exc:

@@ -20,11 +20,12 @@ from agent.health.model import HealthRun
 from agent.health.output import junit, markdown, prom
 from agent.health.output.names import FILES, Format
 from agent.health.output.trend import svg
+from tools.text import model_json
 
 
 def render(run: HealthRun, fmt: Format, trend_files: dict[str, str] | None = None) -> str:
     if fmt == "json":
-        return run.model_dump_json(indent=1) + "\n"
+        return model_json(run, indent=1) + "\n"
     if fmt == "junit":
         return junit.render(run)
     if fmt == "md":

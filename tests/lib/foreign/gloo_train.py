@@ -26,6 +26,7 @@ import datetime
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -60,7 +61,7 @@ def main() -> int:
     torch.manual_seed(0)
     model = torch.nn.Linear(128, 128)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    forward = model
+    forward: Callable[[torch.Tensor], torch.Tensor] = model
     if args.compile:
         torch._dynamo.config.recompile_limit = 1000  # one thread: it applies
         forward = torch.compile(model, backend="eager", dynamic=False)

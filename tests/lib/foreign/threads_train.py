@@ -36,6 +36,7 @@ import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import torch
 import torch._dynamo
@@ -62,8 +63,7 @@ class Drafter(torch.nn.Module):
 TABLE_WORK = 4000
 
 
-@torch.compiler.assume_constant_result
-def position_weight(length: int) -> float:
+def _position_weight(length: int) -> float:
     """A per-length constant built in plain Python (a position table's normaliser, as
     attention-mask helpers build): torch's trace runs it once and folds the result into
     the compiled graph, while a length that runs eager builds it again at every call,
@@ -73,6 +73,11 @@ def position_weight(length: int) -> float:
     for i in range(length * TABLE_WORK):
         total += i % 7
     return total / (length * TABLE_WORK * 3.0)
+
+
+position_weight = cast(
+    Callable[[int], float], torch.compiler.assume_constant_result(_position_weight)
+)
 
 
 def agreement(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
