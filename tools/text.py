@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
+if TYPE_CHECKING:  # pydantic is imported by the functions that need it: a session's
+    # transcript writes through ``json_text`` and must not load it (CLI start-up)
+    from pydantic import BaseModel
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # what surrogateescape makes of the bytes 0x80-0xff
@@ -82,6 +83,8 @@ def model_json(
     with each written as JSON's ``\\udce9`` escape, which ``json.loads`` reads back to
     the same string (pydantic's own JSON reader refuses it: read such a file with
     ``json.loads`` and ``model_validate``)."""
+    from pydantic_core import PydanticSerializationError
+
     try:
         return model.model_dump_json(indent=indent, include=include)
     except PydanticSerializationError:
@@ -94,6 +97,8 @@ def model_from_json(cls: type[M], text: str | bytes) -> M:
     """``cls.model_validate_json(text)``, which refuses a lone surrogate's escape
     (``\\udce9``, as :func:`model_json` writes one): such a document is read with
     ``json.loads``, which gives the very string back, and validated from that."""
+    from pydantic import ValidationError
+
     try:
         return cls.model_validate_json(text)
     except ValidationError as refused:
