@@ -72,6 +72,19 @@ def user_site(ws: Path, command: str) -> tuple[TrainerSite, Path]:
     ), metrics
 
 
+def transaction(the_site: TrainerSite, good: float) -> Transaction:
+    """The recompile-limit fix, sized per thread, kept only at ``RESTORED`` of ``good``."""
+    remote = Remote(LocalTransport(), interpreter=sys.executable)
+    return Transaction(
+        RecompileLimit(headroom=THREADS * 2),
+        the_site,
+        remote,
+        baseline_tok_s=good,
+        min_ratio=RESTORED,
+        run_timeout=300,
+    )
+
+
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -122,15 +135,7 @@ def test_diagnosed_then_fixed_through_the_start_up_hook(
     slowed = statistics.median(speeds(metrics, after=RESUMED_AT))
     assert slowed < SLOW * good, (slowed, good)
     records = len(speeds(metrics))
-    remote = Remote(LocalTransport(), interpreter=sys.executable)
-    tx = Transaction(
-        RecompileLimit(headroom=THREADS * 2),
-        the_site,
-        remote,
-        baseline_tok_s=good,
-        min_ratio=RESTORED,
-        run_timeout=300,
-    )
+    tx = transaction(the_site, good)
     outcome = tx.apply(tx.plan())
     assert outcome.status == "applied", outcome
     fixed = speeds(metrics)[records:]  # the restarted run's records, in its own words
@@ -169,15 +174,7 @@ def test_fixed_through_the_config_file_its_launch_line_names(
     the_site, metrics = user_site(ws, command)
     good = statistics.median(speeds(metrics, upto=RESUMED_AT))
     records = len(speeds(metrics))
-    remote = Remote(LocalTransport(), interpreter=sys.executable)
-    tx = Transaction(
-        RecompileLimit(headroom=THREADS * 2),
-        the_site,
-        remote,
-        baseline_tok_s=good,
-        min_ratio=RESTORED,
-        run_timeout=300,
-    )
+    tx = transaction(the_site, good)
     plan = tx.plan()
     (change,) = plan.changes
     assert change.path == str(ws / "conf" / "compile.toml")
