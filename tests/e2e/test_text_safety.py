@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.lib.cli import SCRIPT
+from tests.lib.cli import gather, run_cli
 
 STEPS = range(10, 210, 10)
-
-
-def run_cli(*args: str | bytes, state: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
-    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=240, env=env)
 
 
 def write_run(ws: Path, extra_line: str = "") -> None:
@@ -35,20 +29,6 @@ def write_run(ws: Path, extra_line: str = "") -> None:
         out.mkdir(parents=True)
         (out / "model.pt").write_bytes(b"\0" * 64)
         (out / "meta.json").write_text(json.dumps({"step": step, "torch": "2.13.0"}))
-
-
-def facts_of(run: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
-    assert b"Traceback" not in run.stderr, run.stderr.decode(errors="replace")[-3000:]
-    assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
-    document: dict[str, Any] = json.loads(run.stdout)
-    return {f["probe"]: f for f in document["facts"]}
-
-
-def gather(ws: Path | bytes, state: Path) -> dict[str, Any]:
-    where = ws if isinstance(ws, bytes) else str(ws)
-    return facts_of(
-        run_cli("facts", "--target", "local", "--workspace", where, "--json", state=state)
-    )
 
 
 def strings(value: Any) -> list[str]:

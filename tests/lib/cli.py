@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SCRIPT = str(Path(sys.executable).parent / "dflash-doctor")
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([SCRIPT, *args], capture_output=True, timeout=120, env=env)
+
+
+def run_cli(*args: str | bytes, state: Path) -> subprocess.CompletedProcess[bytes]:
+    """The console script with its own state directory and no colour, 240 s at most."""
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=240, env=env)
+
+
+def facts_of(run: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+    """``facts --json``'s facts by probe, once the run is known to have ended cleanly."""
+    assert b"Traceback" not in run.stderr, run.stderr.decode(errors="replace")[-3000:]
+    assert run.returncode == 0, run.stderr.decode(errors="replace")[-3000:]
+    document: dict[str, Any] = json.loads(run.stdout)
+    return {f["probe"]: f for f in document["facts"]}
+
+
+def gather(ws: Path | bytes, state: Path) -> dict[str, Any]:
+    """Every fact of a local sweep of the workspace ``ws``, by probe."""
+    where = ws if isinstance(ws, bytes) else str(ws)
+    return facts_of(
+        run_cli("facts", "--target", "local", "--workspace", where, "--json", state=state)
+    )

@@ -236,6 +236,26 @@ def _csv_row(text: str) -> list[str]:
         return []
 
 
+def text_lines(head: bytes) -> list[bytes]:
+    """``head``'s whole lines that hold text, stripped: past the blank ones and the NULs
+    or invalid UTF-8 a crash or a preallocated file leaves at the top (its last line, cut
+    by the read, left out where there are others)."""
+    raw = head.split(b"\n")
+    if len(raw) > 1:
+        raw = raw[:-1] if head[-1:] != b"\n" else raw
+    out = []
+    for line in raw:
+        line = line.strip()
+        if not line or b"\x00" in line:
+            continue
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        out.append(line)
+    return out
+
+
 def csv_header(first_line: bytes) -> list[str] | None:
     """The column names of a CSV header row, or None when the line is not one."""
     try:
@@ -318,7 +338,7 @@ def sniff(path: str, head: bytes, fmt: str | None = None) -> tuple[str, str]:
     name = os.path.basename(path).lower()
     if name == "trainer_state.json":
         return "trainer_state", "named trainer_state.json"
-    lines = [ln.strip() for ln in head.split(b"\n")[:SNIFF_LINES] if ln.strip()]
+    lines = text_lines(head)[:SNIFF_LINES]
     if b'"log_history"' in head[: 1 << 16] and lines and _a_state_document(lines[0]):
         return "trainer_state", "a JSON document with a log_history"
     if name.endswith((".jsonl", ".ndjson")):

@@ -36,7 +36,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ._bars import Bars
 from ._lines import LineReader, plan_ranges
@@ -260,6 +260,10 @@ CAUSES = (
     "inductor_error",
 )
 MAX_THREADS = 32  # thread names kept per cause
+# Distinct exception classes, threads and causes listed: the earliest (a run's first
+# crash is its cause; the thousandth worker's traceback is its echo), the rest counted in
+# ``not_listed``, so 60,000 distinct thread tracebacks cost their tail, not the fact.
+MAX_KEYS = 200
 _TERMINATE = re.compile(rb"terminate called after throwing an instance of '([^'\n]*)'")
 _WHAT = b"what():"
 # Lines that continue a traceback once the prefix is gone: indented frames, blanks, and
@@ -377,6 +381,17 @@ class _Cause(_Hit):
         elif thread not in self.threads and len(self.threads) < MAX_THREADS:
             self.threads.append(thread)
         self.last_index, self.last_range = index, in_range
+
+
+_H = TypeVar("_H", bound=_Hit)
+
+
+def _earliest(table: Mapping[str, _H]) -> list[tuple[str, _H]]:
+    """The ``MAX_KEYS`` entries of ``table`` seen first in the log, in key order."""
+    kept = list(table.items())
+    if len(kept) > MAX_KEYS:
+        kept = sorted(kept, key=lambda kv: (kv[1].first_offset, kv[0]))[:MAX_KEYS]
+    return sorted(kept, key=lambda kv: kv[0])
 
 
 @functools.lru_cache(maxsize=None)  # noqa: UP033 (functools.cache is 3.9+; this ships to 3.8)
@@ -632,13 +647,28 @@ class _Scanner:
                 sig.id: dict(self.hits[i].summary(), means=sig.means)
                 for i, sig in enumerate(self.signatures)
             },
-            "exceptions": {k: v.summary() for k, v in sorted(self.exceptions.items())},
-            "thread_exceptions": {k: v.summary() for k, v in sorted(self.threads.items())},
+            "exceptions": {k: v.summary() for k, v in _earliest(self.exceptions)},
+            "thread_exceptions": {k: v.summary() for k, v in _earliest(self.threads)},
             "open_traceback_at_end": self.pending_tb is not None,
-            "exception_causes": {k: self._cause(k, v) for k, v in sorted(self.causes.items())},
+            "exception_causes": {k: self._cause(k, v) for k, v in self._listed_causes()},
             "exception_lines": sum(v.count for v in self.causes.values()),
             "run_summaries": self.summaries,
+            "not_listed": {
+                name: len(table) - MAX_KEYS
+                for name, table in (
+                    ("exceptions", self.exceptions),
+                    ("thread_exceptions", self.threads),
+                    ("exception_causes", {k: v for k, v in self.causes.items() if k not in CAUSES}),
+                )
+                if len(table) > MAX_KEYS
+            },
         }
+
+    def _listed_causes(self) -> list[tuple[str, _Cause]]:
+        """Every cause a signature names, and the earliest ``MAX_KEYS`` of the others."""
+        named = {k: v for k, v in self.causes.items() if k in CAUSES}
+        others = {k: v for k, v in self.causes.items() if k not in CAUSES}
+        return sorted([*named.items(), *_earliest(others)])
 
     def _cause(self, key: str, cause: _Cause) -> dict[str, Any]:
         sig = next((s for s in self.signatures if s.id == key), None)

@@ -149,6 +149,8 @@ def _child(entry: dict[str, Any], package: str, wfd: int, deadline: float) -> No
         )
         data = json.dumps(result, allow_nan=False).encode()
         if len(data) > MAX_RESULT:
+            data = _fitted(result, MAX_RESULT)
+        if len(data) > MAX_RESULT:
             data = json.dumps(
                 _failed(
                     entry["name"],
@@ -163,6 +165,49 @@ def _child(entry: dict[str, Any], package: str, wfd: int, deadline: float) -> No
             view = view[n:]
     finally:
         os._exit(0)
+
+
+def _size(v: Any) -> int:
+    return len(json.dumps(v, allow_nan=False))
+
+
+def _cut_one(value: Any, path: str) -> dict[str, Any] | None:
+    """Halve the list or table that holds most of ``value``'s bytes spread over its
+    entries (descending while one entry holds most of them); its head stays."""
+    node, size = value, _size(value)
+    while isinstance(node, (list, dict)) and node:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        sizes = {k: _size(node[k]) for k in keys}
+        biggest = max(keys, key=lambda k: sizes[k])
+        if sizes[biggest] * 2 > size or len(keys) == 1:
+            node, size = node[biggest], sizes[biggest]
+            path += f"[{biggest!r}]" if isinstance(biggest, str) else f"[{biggest}]"
+            continue
+        kept = len(keys) // 2
+        for k in keys[kept:][::-1]:
+            del node[k]
+        return {"path": path, "kept": kept, "of": len(keys)}
+    return None
+
+
+def _fitted(result: dict[str, Any], limit: int) -> bytes:
+    """A result over ``limit`` with its value's longest tails cut (the thousandth
+    distinct traceback goes before the first, which is the fact), each cut named in the
+    value's ``trimmed``; the same bytes back when nothing could be cut."""
+    value = result.get("value")
+    if not isinstance(value, dict):
+        return json.dumps(result, allow_nan=False).encode()
+    cuts: list[dict[str, Any]] = []
+    for _ in range(64):
+        data = json.dumps(result, allow_nan=False).encode()
+        if len(data) <= limit:
+            break
+        cut = _cut_one(value, "value")
+        if cut is None:
+            break
+        cuts.append(cut)
+        value["trimmed"] = cuts
+    return json.dumps(result, allow_nan=False).encode()
 
 
 class _Running:

@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+from ..parsers.logformats import text_lines
 from . import _canonical, _steps
 from ._common import (
     Context,
@@ -36,6 +37,7 @@ from ._common import (
     TypedDict,
     failure_from_oserror,
     loads_strict,
+    open_regular,
     read_capped,
 )
 
@@ -504,17 +506,27 @@ class _Walk:
         except OSError:  # FileRefused too: what is no regular file is not peeked at
             return None
 
+    def _peek_tail(self, path: str) -> bytes | None:
+        """The last ``PEEK`` bytes' whole lines (the first, cut, dropped)."""
+        try:
+            with open_regular(path) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size <= PEEK:
+                    return None  # the head held the whole file
+                f.seek(size - PEEK)
+                data = f.read(PEEK) or b""
+        except OSError:
+            return None
+        return data.split(b"\n", 1)[1] if b"\n" in data else None
+
     def _json_lines(
         self, path: str, name: str, parent: str, depth: int, st: os.stat_result
     ) -> bool:
-        data = self._peek(path)
-        record: Any = None
-        for line in (data or b"").splitlines()[:5]:
-            try:
-                record = loads_strict(line)
-                break
-            except ValueError:
-                continue
+        record = _first_object(self._peek(path), cut=st.st_size > PEEK)
+        if record is None and st.st_size > PEEK:
+            # A first record past the peek (a config dump, a 64 KB prompt), or a head
+            # of NULs a crash left: the file's last lines are records too.
+            record = _first_object(self._peek_tail(path), cut=False)
         keys = {str(k).lower() for k in record} if isinstance(record, dict) else set()
         step = sorted(keys & set(STEP_KEYS))
         text = sorted(keys & set(TEXT_KEYS))
@@ -539,7 +551,7 @@ class _Walk:
 
     def _csv(self, path: str, parent: str, depth: int, st: os.stat_result) -> bool:
         data = self._peek(path) or b""
-        header = data.split(b"\n", 1)[0].decode("utf-8", "replace").lower()
+        header = (text_lines(data) or [b""])[0].decode("utf-8").lower()
         columns = [c.strip().strip('"') for c in header.split(",")]
         step = [c for c in columns if c in STEP_KEYS] or [c for c in columns if c == "epoch"]
         if step:
@@ -615,6 +627,22 @@ class _Walk:
         value["entries"] = self.entries
         value["truncated"] = self.truncated
         return value  # type: ignore[return-value]
+
+
+def _first_object(data: bytes | None, cut: bool) -> dict[str, Any] | None:
+    """The first of ``data``'s lines that is a JSON object (its last line left out where
+    the peek ``cut`` it), past any number of blank, binary or non-JSON lines."""
+    lines = (data or b"").split(b"\n")
+    for line in lines[:-1] if cut else lines:
+        if not line.strip().startswith(b"{"):
+            continue
+        try:
+            record = loads_strict(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict):
+            return record
+    return None
 
 
 def collect(params: dict[str, Any], ctx: Context) -> LayoutValue:

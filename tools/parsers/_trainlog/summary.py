@@ -126,7 +126,7 @@ def summarize_log(
         return _trainer_state(f, size, dict(fields or {}), scale, max_scan, windows, max_values)
     header = None
     if fmt == "csv":
-        header = logformats.csv_header(sample.split(b"\n", 1)[0])
+        header = logformats.csv_header((logformats.text_lines(sample) or [b""])[0])
         if header is None:
             fmt, fmt_why = "text", "no CSV header row: read as text lines"
     avg = max(1.0, len(sample) / max(1, sample.count(b"\n")))

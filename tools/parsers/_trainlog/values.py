@@ -19,11 +19,27 @@ from typing import Any
 # the stdlib parser, which also classifies the damage. Without orjson: stdlib only.
 # Read as ``values.block_loads`` / ``values.DECODER`` where used, so one assignment here
 # switches the decoder everywhere (the tests run both).
+# orjson before 3.9.15 follows nesting on the native stack with no limit: a record 60,000
+# deep kills the process (CVE-2024-27454; 3.8.3 measured here). Those versions are left
+# to the stdlib, which raises RecursionError instead.
+ORJSON_SAFE = (3, 9, 15)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for word in text.split(".")[:3]:
+        digits = "".join(c for c in word if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
 try:
     import orjson as _orjson
 
+    if _version(getattr(_orjson, "__version__", "0")) < ORJSON_SAFE:
+        raise ImportError("orjson without a depth limit")
     block_loads: Callable[[bytes], Any] = _orjson.loads
-    DECODER = "orjson " + getattr(_orjson, "__version__", "?")
+    DECODER = "orjson " + _orjson.__version__
 except ImportError:  # pragma: no cover - depends on the target
     block_loads = json.loads
     DECODER = "json"
