@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ._bars import Bars
+from ._bounded import Budget, Overran
 from ._lines import LineReader, plan_ranges
 from ._torchlogs import TorchLogs
 
@@ -260,6 +261,7 @@ CAUSES = (
     "inductor_error",
 )
 MAX_THREADS = 32  # thread names kept per cause
+PROFILE_PATTERN_SECONDS = 5.0  # a profile's signature, over the whole scan (``_bounded``)
 # Distinct exception classes, threads and causes listed: the earliest (a run's first
 # crash is its cause; the thousandth worker's traceback is its echo), the rest counted in
 # ``not_listed``, so 60,000 distinct thread tracebacks cost their tail, not the fact.
@@ -394,6 +396,33 @@ def _earliest(table: Mapping[str, _H]) -> list[tuple[str, _H]]:
     return sorted(kept, key=lambda kv: kv[0])
 
 
+def _lines_matching(
+    data: bytes, regex: re.Pattern[bytes], needles: list[bytes], index: int
+) -> list[tuple[int, int, int]]:
+    """(line start, line end, ``index``) of each line of ``data`` the signature matches:
+    the lines its needles land in, or (with no needles) wherever its regex matches."""
+    found: list[tuple[int, int, int]] = []
+    if not needles:
+        for m in regex.finditer(data):
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            end = data.find(b"\n", m.start())
+            found.append((start, end if end >= 0 else len(data), index))
+        return found
+    seen: set[int] = set()
+    for needle in needles:
+        pos = data.find(needle)
+        while pos >= 0:
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            if end < 0:
+                end = len(data)
+            if start not in seen and regex.search(data, start, end):
+                seen.add(start)
+                found.append((start, end, index))
+            pos = data.find(needle, end)
+    return found
+
+
 @functools.lru_cache(maxsize=None)  # noqa: UP033 (functools.cache is 3.9+; this ships to 3.8)
 def _regex(pattern: str) -> re.Pattern[bytes]:
     """A signature's pattern, compiled once: by the profile's check and by each scan."""
@@ -407,6 +436,12 @@ class _Scanner:
             (sig, _regex(sig.pattern), [n.encode() for n in sig.needles]) for sig in self.signatures
         ]
         self.hits = [_Hit() for _ in self.signatures]
+        # A profile's rows (after the table) search under a time budget each.
+        self.budgets = {
+            i: Budget(PROFILE_PATTERN_SECONDS, total=PROFILE_PATTERN_SECONDS)
+            for i in range(len(SIGNATURES), len(self.signatures))
+        }
+        self.abandoned: dict[str, str] = {}
         self.cause_regexes = [
             (sig.id, regex) for sig, regex, _ in self.compiled if sig.id in CAUSES
         ]
@@ -531,28 +566,25 @@ class _Scanner:
         text = data[t.start() : end] if t else data[start:end]
         self._exception(line, offset + start, text, None, index, name)
 
-    def candidates(self, data: bytes) -> list[tuple[int, int, int]]:
-        """(line start, line end, signature index) of every matching line, in order."""
+    def candidates(self, data: bytes, offset: int = 0) -> list[tuple[int, int, int]]:
+        """(line start, line end, signature index) of every matching line, in order; a
+        profile's row under its time budget (``offset``: where ``data`` starts)."""
         found: list[tuple[int, int, int]] = []
-        for index, (_sig, regex, needles) in enumerate(self.compiled):
-            if not needles:
-                for m in regex.finditer(data):
-                    start = data.rfind(b"\n", 0, m.start()) + 1
-                    end = data.find(b"\n", m.start())
-                    found.append((start, end if end >= 0 else len(data), index))
+        for index, (sig, regex, needles) in enumerate(self.compiled):
+            budget = self.budgets.get(index)
+            if budget is None:
+                found += _lines_matching(data, regex, needles, index)
                 continue
-            seen: set[int] = set()
-            for needle in needles:
-                pos = data.find(needle)
-                while pos >= 0:
-                    start = data.rfind(b"\n", 0, pos) + 1
-                    end = data.find(b"\n", pos)
-                    if end < 0:
-                        end = len(data)
-                    if start not in seen and regex.search(data, start, end):
-                        seen.add(start)
-                        found.append((start, end, index))
-                    pos = data.find(needle, end)
+            if budget.overran:
+                continue
+            try:
+                found += budget.run(_lines_matching, data, regex, needles, index)
+            except Overran:
+                self.abandoned[sig.id] = (
+                    f"the profile's pattern ran past {budget.per_call:g} s in all, searching"
+                    f" the {len(data):,} bytes from offset {offset:,} (a pattern whose time"
+                    " grows exponentially with a line): not searched from there on"
+                )
         found.sort()
         return found
 
@@ -577,7 +609,7 @@ class _Scanner:
                 tb["lines"] += n
                 self.pending_tb = tb
         cursor, local = 0, 0  # lines of this block before the candidate
-        for start, end, index in self.candidates(data):
+        for start, end, index in self.candidates(data, offset):
             local += data.count(b"\n", cursor, start)
             cursor = start
             line = None if first_line is None else first_line + local
@@ -644,7 +676,11 @@ class _Scanner:
     def result(self) -> dict[str, Any]:
         return {
             "signatures": {
-                sig.id: dict(self.hits[i].summary(), means=sig.means)
+                sig.id: dict(
+                    self.hits[i].summary(),
+                    means=sig.means,
+                    **({"abandoned": self.abandoned[sig.id]} if sig.id in self.abandoned else {}),
+                )
                 for i, sig in enumerate(self.signatures)
             },
             "exceptions": {k: v.summary() for k, v in _earliest(self.exceptions)},

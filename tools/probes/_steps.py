@@ -18,12 +18,14 @@ import os
 import re
 from typing import Any
 
+from ..parsers._bounded import Budget, Overran
 from ._common import TypedDict
 
 __all__ = [
     "CHECKPOINT_EXTENSIONS",
     "STATE_FILE_EXTENSIONS",
     "StepName",
+    "Watched",
     "compile_pattern",
     "holds_state",
     "read_step",
@@ -74,6 +76,37 @@ def compile_pattern(pattern: str | None) -> re.Pattern[str] | None:
     return compiled
 
 
+NAME_SECONDS = 1.0  # a profile's pattern against one name: a sane one takes microseconds
+
+
+class Watched:
+    """A profile's compiled pattern whose every match is bounded (``_bounded``): the
+    first name it overruns on abandons it, and ``abandoned`` says on which name."""
+
+    def __init__(self, pattern: re.Pattern[str], seconds: float = NAME_SECONDS) -> None:
+        self.pattern = pattern
+        self.budget = Budget(seconds)
+        self.abandoned: dict[str, Any] | None = None
+
+    def fullmatch(self, name: str) -> re.Match[str] | None:
+        try:
+            return self.budget.run(self.pattern.fullmatch, name)
+        except Overran:
+            if self.abandoned is None:
+                self.abandoned = {
+                    "pattern": self.pattern.pattern,
+                    "name": name,
+                    "seconds": self.budget.per_call,
+                    "why": (
+                        f"matching the profile's checkpoint_pattern against {name!r} ran"
+                        f" past {self.budget.per_call:g} s (a pattern whose time grows"
+                        " exponentially with the name): the built-in namings were read"
+                        " instead"
+                    ),
+                }
+            return None
+
+
 def _split(name: str, is_dir: bool) -> tuple[str, bool] | None:
     """The name without its incomplete markers and (for a file) its extension, and
     whether it was marked incomplete; None for a file that is no checkpoint format."""
@@ -100,7 +133,9 @@ def _int(groups: dict[str, Any], key: str) -> int | None:
     return int(value) if value is not None else None
 
 
-def read_step(name: str, is_dir: bool, pattern: re.Pattern[str] | None = None) -> StepName | None:
+def read_step(
+    name: str, is_dir: bool, pattern: re.Pattern[str] | Watched | None = None
+) -> StepName | None:
     """The step and epoch ``name`` carries, or None when it names no checkpoint.
 
     A profile ``pattern`` is matched against the whole name (extension included: the

@@ -102,6 +102,9 @@ class CheckpointsValue(TypedDict):
     # Steps over the checkpoints' modification times: the run's pace where nothing else
     # states one (``pace``).
     pace: dict[str, Any]
+    # The profile's checkpoint_pattern, when a name made it overrun its bound
+    # (``_steps.Watched``): which name, after how long, and that built-in namings were read.
+    pattern_abandoned: dict[str, Any] | None
 
 
 def _records_in(names: list[str], listing: list[str]) -> list[str]:
@@ -527,7 +530,10 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
         listing = sorted(os.listdir(path))
     except OSError as exc:
         raise failure_from_oserror(exc, path) from None
-    found, other = sort_entries(path, listing, pattern)
+    watched = _steps.Watched(pattern) if pattern is not None else None
+    found, other = sort_entries(path, listing, watched)
+    if watched is not None and watched.abandoned is not None:
+        found, other = sort_entries(path, listing, None)
     # Keep the newest max_steps in full; the numbers of all of them are still listed.
     steps = [
         one_step(p, n, s, inc, names, deep, key_map)
@@ -565,6 +571,7 @@ def collect(params: dict[str, Any], ctx: Context) -> CheckpointsValue:
         "recorded": baseline,
         "recorded_from": baseline_from,
         "pace": pace(steps),
+        "pattern_abandoned": watched.abandoned if watched is not None else None,
     }
 
 
