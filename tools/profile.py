@@ -24,9 +24,13 @@ Public API::
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import sys
 import tomllib
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +39,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -308,6 +313,60 @@ def _describe(exc: ValidationError, where: str) -> str:
     return "\n".join(lines)
 
 
+# The profile's settings pydantic-settings reads from the environment as JSON.
+def _read_as_json(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_read_as_json(arg) for arg in typing.get_args(annotation))
+    if origin in (list, dict, tuple):
+        return True
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+_TABLE_SETTINGS = tuple(
+    "__" + name.upper()
+    for name, field in TargetProfile.model_fields.items()
+    if _read_as_json(field.annotation)
+)
+
+
+def _nul_in(value: Any, where: str = "") -> str | None:
+    """The dotted key of the first string (or key) in a TOML document holding a NUL:
+    no path, command line or pattern can carry one (the OS refuses it)."""
+    if isinstance(value, str):
+        return (where or "(top)") if "\x00" in value else None
+    if isinstance(value, dict):
+        items: list[tuple[str, Any]] = list(value.items())
+    elif isinstance(value, list):
+        items = [(f"[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return None
+    for key, item in items:
+        here = f"{where}{key}" if key.startswith("[") else f"{where}.{key}".lstrip(".")
+        if "\x00" in key:
+            return here
+        found = _nul_in(item, here)
+        if found is not None:
+            return found
+    return None
+
+
+def _not_json_variables() -> list[str]:
+    """The ``DFLASH_DOCTOR_`` variables pydantic-settings reads as JSON (a table or list
+    setting: the value opens with ``{`` or ``[``) that are not JSON, each shown clipped."""
+    prefix = str(DoctorConfig.model_config.get("env_prefix") or "")
+    out = []
+    for name, value in sorted(os.environ.items()):
+        if not name.upper().startswith(prefix.upper()):
+            continue
+        try:
+            json.loads(value)
+        except ValueError:
+            if value.lstrip()[:1] in ("{", "[") or name.upper().endswith(_TABLE_SETTINGS):
+                out.append(f"{name}={value[:40]!r}")
+    return out
+
+
 def load_config(path: str | Path | None = None) -> DoctorConfig:
     """Read ``doctor.toml`` (``default_config_path()`` when None) plus the environment.
 
@@ -324,11 +383,19 @@ def load_config(path: str | Path | None = None) -> DoctorConfig:
         try:
             # Parse once ourselves: pydantic-settings would raise tomllib's error without
             # the file name, and an unreadable file deserves its own message.
-            tomllib.loads(read_regular(file, 16 << 20).decode("utf-8"))
+            document = tomllib.loads(read_regular(file, 16 << 20).decode("utf-8"))
         except OSError as exc:
             raise ConfigError(f"{file}: cannot read: {exc.strerror}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ConfigError(
+                f"{file}: arrays or tables nested deeper than the TOML reader follows"
+                f" ({sys.getrecursionlimit()} levels)"
+            ) from None
+        where = _nul_in(document)
+        if where is not None:
+            raise ConfigError(f"{file}: {where} holds a NUL character (\\u0000)")
         file_source = file
 
     class _FromFile(DoctorConfig):
@@ -350,6 +417,11 @@ def load_config(path: str | Path | None = None) -> DoctorConfig:
         loaded = _FromFile()
     except ValidationError as exc:
         raise ConfigError(_describe(exc, str(file))) from None
+    except SettingsError as exc:
+        culprits = ", ".join(_not_json_variables()) or "a DFLASH_DOCTOR_ variable"
+        raise ConfigError(
+            f"environment: {culprits} is not JSON, as a table or list setting must be ({exc})"
+        ) from None
     return DoctorConfig.model_construct(**dict(loaded))
 
 

@@ -16,10 +16,13 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     return subprocess.run([SCRIPT, *args], capture_output=True, timeout=120, env=env)
 
 
-def run_cli(*args: str | bytes, state: Path) -> subprocess.CompletedProcess[bytes]:
-    """The console script with its own state directory and no colour, 240 s at most."""
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
-    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=240, env=env)
+def run_cli(
+    *args: str | bytes, state: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """The console script with its own state directory, no colour and ``env`` added,
+    240 s at most."""
+    full = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1", **(env or {})}
+    return subprocess.run([SCRIPT, *args], capture_output=True, timeout=240, env=full)
 
 
 def facts_of(run: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
