@@ -14,7 +14,7 @@ A diff entry is a pair of references into facts, so it becomes a claim without a
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -22,11 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from agent.claims import MISSING, Ref, resolve
 from agent.facts import Fact, Ledger, latest, observed
-from tools.errors import ConfigError, LedgerError
+from tools.errors import ConfigError, LedgerUnreadable
+from tools.localfile import read_state
 from tools.text import model_from_json, model_json
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
@@ -102,16 +103,18 @@ class BaselineStore:
 
     def load(self, name: str) -> Snapshot:
         path = self.path(name)
-        try:
-            snapshot = model_from_json(Snapshot, path.read_text())
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             known = ", ".join(sorted(p.stem for p in self.root.glob("*.json"))) or "none"
-            raise ConfigError(f"no baseline named {name!r} (known: {known})") from None
-        except (OSError, ValidationError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"no baseline named {name!r} (known: {known})")
+        try:
+            snapshot = model_from_json(Snapshot, read_state(path, "the baseline"))
+        except (ValueError, RecursionError) as exc:  # ValidationError, JSONDecodeError
             raise ConfigError(f"{path}: unreadable baseline: {str(exc).splitlines()[0]}") from None
         for fact in snapshot.facts:
             if fact.content_digest() != fact.digest:
-                raise LedgerError(f"{path}: baseline fact {fact.id} does not match its content")
+                raise LedgerUnreadable(
+                    f"{path}: baseline fact {fact.id} does not match its content"
+                )
         return snapshot
 
     def names(self) -> list[str]:

@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
-from tools.errors import LedgerError
+from tools.errors import LedgerError, LedgerUnreadable
+from tools.localfile import read_regular
 from tools.text import model_from_json, model_json, writable_json
 
 _MIN_ID = 4
@@ -117,17 +118,25 @@ class Ledger:
 
     def _load(self, path: Path) -> None:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LedgerError(f"{path}: cannot read ledger: {exc}") from exc
+            lines = read_regular(path).decode("utf-8").split("\n")
+            if lines[-1] == "":
+                lines.pop()  # the newline that ends the last fact
+        except OSError as exc:
+            raise LedgerUnreadable(f"{path}: cannot read ledger: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise LedgerUnreadable(f"{path}: ledger is not UTF-8 text (byte {exc.start})") from None
         for number, line in enumerate(lines, start=1):
             try:
                 fact = model_from_json(Fact, line)
             except ValidationError as exc:
                 reason = exc.errors()[0]["msg"] if exc.errors() else "invalid"
-                raise LedgerError(f"{path}:{number}: not a fact ({reason})") from None
+                raise LedgerUnreadable(f"{path}:{number}: not a fact ({reason})") from None
+            except (ValueError, RecursionError) as exc:
+                raise LedgerUnreadable(f"{path}:{number}: not a fact ({exc})") from None
             if fact.content_digest() != fact.digest or not fact.digest.startswith(fact.id[2:]):
-                raise LedgerError(f"{path}:{number}: fact {fact.id} does not match its content")
+                raise LedgerUnreadable(
+                    f"{path}:{number}: fact {fact.id} does not match its content"
+                )
             self._index(fact)
 
 

@@ -28,6 +28,7 @@ from agent.doctor import Doctor
 from agent.rules.base import Rule
 from agent.state import DiagnosisState
 from tools.errors import ConfigError
+from tools.localfile import refuse_special
 
 # Our own models that the checkpointer may turn back into objects (LangGraph refuses
 # unregistered types in strict mode and warns today).
@@ -54,14 +55,29 @@ CHECKPOINT_TYPES = [
 
 
 def sqlite_checkpointer(path: Path) -> SqliteSaver:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        conn.execute("PRAGMA schema_version").fetchone()  # a damaged file fails here
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise ConfigError(f"{path}: not a usable graph checkpoint database: {exc}") from None
+    """The session's graph checkpoints in ``path`` (see ``open_checkpoints``)."""
+    conn = open_checkpoints(path)
     return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES))
+
+
+def open_checkpoints(path: Path) -> sqlite3.Connection:
+    """The checkpoint database at ``path``, opened: ConfigError in one line for a FIFO,
+    a device, a directory or a link put in its place, or a damaged database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_special(path, "the graph's checkpoint database")
+    try:
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise ConfigError(f"{path}: cannot open the graph checkpoint database: {exc}") from None
+    try:
+        # A damaged header fails the first statement; a damaged page, the check.
+        problem = conn.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        problem = str(exc)
+    if problem != "ok":
+        conn.close()
+        raise ConfigError(f"{path}: not a usable graph checkpoint database: {problem}")
+    return conn
 
 
 def build_graph(

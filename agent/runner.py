@@ -73,12 +73,11 @@ def run_session(
     config = {"configurable": {"thread_id": session.id}}
     if start is not None:
         payload: Any = start
-    elif answer is not None:
-        payload = Command(resume=answer)
     else:
-        payload = None
+        payload = Command(resume=answer) if answer is not None else None
         if not graph.get_state(config).values:
-            # Continuing needs a checkpoint; an emptied or replaced graph.sqlite has none.
+            # Continuing, or answering, needs a checkpoint; an emptied or replaced
+            # graph.sqlite has none.
             raise ConfigError(
                 f"{session.graph_path}: holds no saved state for session {session.id}; "
                 "it cannot be resumed (start a new diagnosis)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import secrets
 import threading
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.errors import ConfigError, UsageError
+from tools.localfile import read_state
 from tools.redact import Redactor
 from tools.statedir import APP, state_home
 from tools.text import model_from_json, model_json
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from agent.session_config import SessionConfig
 
 _SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}\Z")
+SESSION_MAX = 1 << 20  # bytes of session.json read (a config of a few KB)
+REDACTION_MAX = 64 << 20  # bytes of redaction.json read (value hashes, one per secret)
 
 
 def app_state() -> Path:
@@ -84,12 +88,11 @@ class Session:
         self._ledger_lock = threading.Lock()
         self._header = header or {}
         saved = self.dir / "redaction.json"
-        if resume and saved.exists():
+        if resume and os.path.lexists(saved):
+            text = read_state(saved, "the redaction state", REDACTION_MAX)
             try:
-                self._redactor = Redactor.restore(
-                    json.loads(saved.read_text()), redact_hosts, redact_paths
-                )
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
+                self._redactor = Redactor.restore(json.loads(text), redact_hosts, redact_paths)
+            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
                 # Without its numbering a resumed session would name one secret twice.
                 raise ConfigError(
                     f"{saved}: unreadable redaction state: {str(exc).splitlines()[0]}"
@@ -140,22 +143,21 @@ class Session:
     @classmethod
     def reopen(cls, session_id: str, *, root: Path | None = None) -> Session:
         """The session ``session_id`` as it was saved; a clear error when there is none."""
-        from pydantic import ValidationError
-
         from agent.session_config import SessionConfig
 
         base = root or app_state() / "sessions"
         if not _SESSION_ID.match(session_id):
             raise ConfigError(f"bad session id {session_id!r} (expected e.g. 20261130-021500-ab12)")
         path = base / session_id / "session.json"
+        if not os.path.lexists(path):
+            raise ConfigError(f"no session {session_id} under {base}")
+        text = read_state(path, "the session", SESSION_MAX)
         try:
-            config = model_from_json(SessionConfig, path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"no session {session_id} under {base}") from None
-        except (OSError, ValidationError) as exc:
+            config = model_from_json(SessionConfig, text)
+        except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
             raise ConfigError(f"{path}: unreadable session: {str(exc).splitlines()[0]}") from None
         parsed = parse_target(config.target)
-        return cls(
+        session = cls(
             session_id,
             root=root,
             config=config,
@@ -164,6 +166,17 @@ class Session:
             redact_paths=config.redact_paths,
             resume=True,
         )
+        session.check_saved_state()
+        return session
+
+    def check_saved_state(self) -> None:
+        """Read the ledger and open the checkpoints before anything is written: a file
+        that does not hold stops a resume while the transcript still has its seal."""
+        from agent.graph import open_checkpoints
+
+        len(self.ledger)  # loaded, and every fact checked, on first use
+        if os.path.lexists(self.graph_path):
+            open_checkpoints(self.graph_path).close()
 
     @property
     def transcript_path(self) -> Path:

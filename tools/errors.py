@@ -18,6 +18,7 @@ It lives in the lowest layer (``tools/``) because facts travel one way
     │   └── ReadOnlyViolation      read-only mode: the command is not registered as read-only
     ├── ApplyError                 a change on the target could not be made (or undone) as planned
     ├── LedgerError                the fact ledger cannot be read or written
+    │   └── LedgerUnreadable       a ledger on disk that does not hold: exit 2
     └── TranscriptError            a transcript is unreadable, truncated or tampered with
 
 Foreign exceptions (paramiko, socket, OSError) are mapped to these at the
@@ -97,6 +98,13 @@ class ApplyError(DoctorError):
 
 class LedgerError(DoctorError):
     pass
+
+
+class LedgerUnreadable(LedgerError):
+    """A ledger on disk that is no ledger (garbage, a FIFO, a fact that does not match
+    its content): bad state handed to the command, like a broken transcript."""
+
+    exit_code = 2
 
 
 class TranscriptError(DoctorError):

@@ -48,6 +48,7 @@ from tools.localfile import read_regular
 from tools.parsers.logformats import FORMATS as LOG_FORMATS
 from tools.probes._canonical import QUANTITIES
 from tools.probes._steps import compile_pattern
+from tools.statedir import xdg_home
 from tools.sweep import PROBES, SweepSpec
 from tools.transport.base import check_timeout
 from tools.transport.uri import parse_target
@@ -301,8 +302,7 @@ def default_config_path() -> Path:
     here = Path.cwd() / CONFIG_NAME
     if here.exists():
         return here
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(xdg) / "dflash-doctor" / CONFIG_NAME
+    return xdg_home("XDG_CONFIG_HOME", ".config") / "dflash-doctor" / CONFIG_NAME
 
 
 def _describe(exc: ValidationError, where: str) -> str:

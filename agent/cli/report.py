@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agent.cli.options import MdHtmlOrJson
-from tools.errors import UsageError
+from tools.localfile import write_file
 from tools.text import model_json
 
 
@@ -16,6 +16,7 @@ def report(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
     fmt: MdHtmlOrJson = "md",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
 ) -> None:
     from agent.recorded import load_recorded
     from agent.report.build import build_report
@@ -33,8 +34,5 @@ def report(
     if out is None:
         typer.echo(text)
     else:
-        try:
-            out.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{out}: cannot write the report: {exc.strerror}") from None
+        write_file(out, text, force=force, what="the report")
         typer.echo(f"wrote {out}", err=True)

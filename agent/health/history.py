@@ -31,6 +31,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.health.model import HealthRun, Status, TargetResult, TrendPoint
+from tools.localfile import read_state, refuse_special
 from tools.log import get_logger
 from tools.text import model_from_json, model_json
 
@@ -117,10 +118,9 @@ class HealthHistory:
 
     def entries(self, target: str | None = None) -> list[HistoryEntry]:
         """Past entries, oldest first (for ``target`` only, when given)."""
-        try:
-            text = self.history_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not os.path.lexists(self.history_path):
             return []
+        text = read_state(self.history_path, "the health history")
         out = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -185,6 +185,7 @@ class HealthHistory:
         tmp.write_text(model_json(run, indent=1), encoding="utf-8")
         tmp.replace(path)
         lines = "".join(model_json(HistoryEntry.of(run.run, r)) + "\n" for r in run.targets)
+        refuse_special(self.history_path, "the health history")
         with self._locked(), self.history_path.open("a", encoding="utf-8") as fh:
             fh.write(lines)
             fh.flush()
@@ -195,6 +196,7 @@ class HealthHistory:
     def _locked(self) -> Iterator[None]:
         # Two runs can overlap (a slow night and the next timer): keep lines whole.
         self.root.mkdir(parents=True, exist_ok=True)
+        refuse_special(self.root / "history.lock", "the health history's lock")
         with (self.root / "history.lock").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:

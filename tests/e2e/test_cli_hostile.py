@@ -100,14 +100,15 @@ def test_writing_where_nothing_can_be_written_is_one_line(tmp_path: Path) -> Non
     (tmp_path / "dir").mkdir()
     one_line(
         run("report", str(TRANSCRIPT), "--out", str(tmp_path / "dir"), tmp=tmp_path),
-        "cannot write the report",
-        "Is a directory",
+        "a directory, not a regular file",
+        "not used as the report",
     )
     nowhere = tmp_path / "missing" / "deeper"
     (tmp_path / "missing").write_text("a file, not a directory")
     one_line(
         run("report", str(TRANSCRIPT), "--out", str(nowhere), tmp=tmp_path),
-        "cannot write the report",
+        "cannot use it as the report",
+        "Not a directory",
     )
     one_line(run("init", str(nowhere), tmp=tmp_path), "cannot write the profile")
     one_line(

@@ -10,20 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.lib.cli import run_cli
+from tests.lib.cli import one_line_refusal
 
 PLAIN = '[targets.trainer]\nuri = "local"\n'
-
-
-def one_line_refusal(args: list[str], state: Path, env: dict[str, str] | None = None) -> str:
-    """The run's stderr, once it is known to be one ``error:`` line and exit 2."""
-    run = run_cli(*args, state=state, env=env)
-    err = run.stderr.decode()
-    assert run.returncode == 2, (run.returncode, err[-2000:])
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("dflash-doctor: error: "), err
-    return lines[0]
 
 
 @pytest.mark.parametrize(

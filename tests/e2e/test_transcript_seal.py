@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from agent.session import Session, app_state
 from agent.session_config import SessionConfig
 from tests.lib.cli import SCRIPT
-from tools.errors import ConfigError, TranscriptError
+from tools.errors import ConfigError, TranscriptError, UsageError
 from tools.signing import KEY_BYTES, installation_key, load_key
 from tools.statedir import app_state_dir
 from tools.transcript import TranscriptWriter, read_sealed, read_transcript
@@ -206,16 +206,25 @@ def test_processes_starting_at_once_agree_on_one_key(tmp_path: Path) -> None:
 def test_the_key_lives_in_the_state_directory_the_sessions_use(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """One directory, named by tools.statedir and made by agent.session, in every case
-    the XDG spec names (absolute, relative = ignored, unset)."""
+    """One directory, named by tools.statedir and made by agent.session, whether the
+    variable is set or not; a relative one (invalid by the XDG spec) is refused by both
+    in the same words, never quietly swapped for ~/.local/state."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    for value in (str(tmp_path / "xdg"), "relative/xdg", None):
+    for value in (str(tmp_path / "xdg"), None):
         if value is None:
             monkeypatch.delenv("XDG_STATE_HOME", raising=False)
         else:
             monkeypatch.setenv("XDG_STATE_HOME", value)
         assert app_state_dir() == app_state()
         assert installation_key().path == app_state() / "transcript.key"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/xdg")
+    refusals = []
+    for where in (app_state_dir, app_state, installation_key):
+        with pytest.raises(UsageError) as refused:
+            where()
+        refusals.append(str(refused.value))
+    assert len(set(refusals)) == 1 and "'relative/xdg' is a relative path" in refusals[0]
+    assert not (Path.cwd() / "relative").exists()
 
 
 # -- what the chain alone missed ---------------------------------------------------------

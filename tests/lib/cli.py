@@ -39,3 +39,14 @@ def gather(ws: Path | bytes, state: Path) -> dict[str, Any]:
     return facts_of(
         run_cli("facts", "--target", "local", "--workspace", where, "--json", state=state)
     )
+
+
+def one_line_refusal(args: list[str], state: Path, env: dict[str, str] | None = None) -> str:
+    """The run's stderr, once it is known to be one ``error:`` line and exit 2."""
+    run = run_cli(*args, state=state, env=env)
+    err = run.stderr.decode()
+    assert run.returncode == 2, (run.returncode, err[-2000:])
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("dflash-doctor: error: "), err
+    return lines[0]

@@ -71,6 +71,43 @@ def _config(path: str | None) -> Config:
         raise UsageError(f"{path}: not a usable ssh config: {exc}") from None
 
 
+IDENTITY_MAX = 1 << 20  # bytes of a private key file read: a 16 kbit RSA key is ~13 KB
+
+
+def _identity(path: str) -> str:
+    """``path`` when it holds a private key in a form paramiko reads (PEM or OpenSSH);
+    UsageError in one line for a FIFO, a device, an oversized or binary file."""
+    try:
+        data = read_regular(Path(path), IDENTITY_MAX)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the identity file: {exc.strerror}") from None
+    if b"-----BEGIN " not in data or b"PRIVATE KEY-----" not in data:
+        raise UsageError(
+            f"{path}: not a private key file (no '-----BEGIN ... PRIVATE KEY-----' block)"
+        )
+    return path
+
+
+def _host_settings(config: Config, host: str, path: str | None) -> None:
+    """UsageError in one line for a Port or HostName ssh_config gives ``host`` that no
+    connection can use (paramiko would raise ValueError or UnicodeError mid-connect)."""
+    found = config.base_ssh_config.lookup(host)
+    where = f"{path or 'the ssh config'}: Host {host}"
+    port = str(found.get("port", "22"))
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise UsageError(f"{where}: Port {port[:40]!r} is not a port number (1-65535)")
+    name = str(found.get("hostname", host))
+    try:
+        labels = name.encode("idna").split(b".")
+    except UnicodeError:
+        labels = [b"x" * 64]
+    if len(name) > 253 or any(len(label) > 63 for label in labels):
+        raise UsageError(
+            f"{where}: HostName {name[:40]!r}{'...' if len(name) > 40 else ''} is not a"
+            f" host name ({len(name):,} characters; DNS allows 253, 63 a label)"
+        )
+
+
 class _RefuseUnknownKey(paramiko.MissingHostKeyPolicy):  # type: ignore[misc]
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: Any) -> None:
         raise HostKeyError(
@@ -177,6 +214,7 @@ class SSHTransport:
     def _connect_once(self) -> Connection:
         opts = self.options
         config = _config(opts.ssh_config)
+        _host_settings(config, self._host, opts.ssh_config)
         cap = opts.connect_deadline if opts.connect_deadline is not None else float("inf")
         connect_kwargs: dict[str, Any] = {
             "banner_timeout": min(opts.banner_timeout, cap),
@@ -184,7 +222,7 @@ class SSHTransport:
             "channel_timeout": min(opts.channel_timeout, cap),
         }
         if opts.identity_file:
-            connect_kwargs["key_filename"] = [opts.identity_file]
+            connect_kwargs["key_filename"] = [_identity(opts.identity_file)]
             connect_kwargs["look_for_keys"] = False
             connect_kwargs["allow_agent"] = False
         conn = Connection(

@@ -11,7 +11,6 @@ a CI job or node_exporter reading the directory never sees half a file.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from agent.health.model import HealthRun
 from agent.health.output import junit, markdown, prom
 from agent.health.output.names import FILES, Format
 from agent.health.output.trend import svg
+from tools.localfile import write_file
 from tools.text import model_json
 
 
@@ -39,12 +39,6 @@ def trend_name(target: str) -> str:
     return f"trend-{slug}-{hashlib.sha256(target.encode()).hexdigest()[:6]}.svg"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write(run: HealthRun, formats: Sequence[Format], out: Path) -> list[Path]:
     """Write ``formats`` into ``out`` (created if needed); returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
@@ -62,11 +56,11 @@ def write(run: HealthRun, formats: Sequence[Format], out: Path) -> list[Path]:
                     which=t.baseline_used.text if t.baseline_used else "",
                     ratio=t.judged.ratio if t.judged else None,
                 )
-                write_atomic(out / name, chart)
+                write_file(out / name, chart, force=True, what="a trend chart")
                 trend_files[t.target] = name
                 written.append(out / name)
     for fmt in formats:
         path = out / FILES[fmt]
-        write_atomic(path, render(run, fmt, trend_files))
+        write_file(path, render(run, fmt, trend_files), force=True, what="the health report")
         written.append(path)
     return written
