@@ -16,6 +16,7 @@ so is recorded.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.errors import ConfigError, UsageError
-from tools.localfile import read_state
+from tools.localfile import read_state, refuse_special
 from tools.redact import Redactor
 from tools.statedir import APP, state_home
 from tools.text import model_from_json, model_json
@@ -100,6 +101,7 @@ class Session:
         else:
             self._redactor = Redactor(redact_hosts, redact_paths)
         self._writer: TranscriptWriter | None = None
+        self._lock_fd: int | None = None
         self._pool: dict[str, Transport] = {}
         self._targets: list[Target] = []
         if config is not None and not resume:
@@ -166,8 +168,32 @@ class Session:
             redact_paths=config.redact_paths,
             resume=True,
         )
+        session.hold()
         session.check_saved_state()
         return session
+
+    def hold(self) -> None:
+        """Hold this session's lock (``session.lock``, flock) until ``close``: two
+        processes answering one session at once would both append to its transcript,
+        and the second's events would break the first's chain."""
+        path = self.dir / "session.lock"
+        refuse_special(path, "the session's lock")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot lock the session: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise UsageError(
+                f"session {self.id} is in use by another dflash-doctor process (pid"
+                f" {holder}): wait for it to end, then resume"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
 
     def check_saved_state(self) -> None:
         """Read the ledger and open the checkpoints before anything is written: a file
@@ -221,6 +247,9 @@ class Session:
         if self._writer is not None:
             self._writer.close()
             (self.dir / "redaction.json").write_text(json.dumps(self._redactor.export()))
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # the flock goes with the descriptor
+            self._lock_fd = None
 
 
 def ssh_dict(options: SSHOptions) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_process
 from playbooks.remote import Remote
-from tools.errors import ApplyError
+from tools.errors import ApplyError, ApplyRefused
 from tools.parsers import stdoutlog
 from tools.parsers.trainlog import summarize_log
 from tools.probes import applies  # the doctor's own files on a target, named once
@@ -312,8 +312,25 @@ class Transaction:
             self.events.append(f"waiting for {lock}: {holder}")
             self.sleep(min(1.0, max(0.0, deadline - self.clock())))
 
+    def _state_files_writable(self) -> None:
+        """ApplyRefused, before anything changes, for a file of the doctor's state an
+        apply writes that is a link or no regular file: found only once the trainer was
+        restarted, it would stop the apply halfway (the trainer it started running on)."""
+        for path in (
+            self.site.started_file,
+            self.site.journal_file,
+            f"{self.site.state_dir}/launch.log",
+        ):
+            kind = self.remote.kind(path)
+            if kind not in ("missing", "file"):
+                raise ApplyRefused(
+                    f"{path} is a {kind}, not a regular file: the doctor does not write"
+                    " through it; nothing was changed"
+                )
+
     def _recheck(self, plan: FixPlan) -> FixOutcome | None:
         """Under the lock, just before writing: the reason not to apply, or None."""
+        self._state_files_writable()
         # What a playbook probed to make its plan (a log warning, a dataset's lengths) is
         # a precondition too: planned again now, it must make the changes approved.
         try:
@@ -638,6 +655,16 @@ class Transaction:
         if current is not None and stop:
             self.remote.stop(current, beat=self.site.lock_file)
             current = None
+        started = self.journal.entry.get("started_pid")
+        if (
+            stop
+            and isinstance(started, int)
+            and self.remote.alive(started)
+            and self.remote.started_at(started) == self.journal.entry.get("started_start")
+        ):
+            # The trainer this apply started, known by its journal whether or not its pid
+            # file (the trainer's, or the doctor's started.pid) could be written.
+            self.remote.stop(started, beat=self.site.lock_file)
         restored = []
         for path, data in backups.items():
             if data is None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from playbooks.remote import Remote
-from tools.errors import ApplyError
+from tools.errors import ApplyError, ApplyRefused
 from tools.probes.applies import FINAL_STEPS
 
 # Steps, in the order an apply reaches them. An apply that stopped at a step that is not
@@ -111,8 +111,14 @@ class Journal:
 
     def read(self) -> dict[str, Any] | None:
         """The journal as the last apply left it, or None when there is none."""
-        if self.remote.sha256(self.path) is None:
+        kind = self.remote.kind(self.path)
+        if kind == "missing":
             return None
+        if kind != "file":
+            raise ApplyRefused(
+                f"the apply journal {self.path} is a {kind}, not a regular file: the doctor"
+                " neither reads nor writes through it; nothing was changed"
+            )
         raw = self.remote.read(self.path)
         try:
             entry = json.loads(raw)

@@ -68,9 +68,12 @@ def _parsed(text: str, path: str) -> Command:
 
 
 def _exec_offset(text: str, path: str) -> int:
-    """Where the exec line that starts the trainer begins in ``text``."""
+    """Where the exec line that starts the trainer begins in ``text``: the one line
+    ``exec CMD …``. Two of them (one under ``if [ -n "$ALT" ]``, say) are refused: which
+    one runs is the script's own condition, and a fix on the other changes nothing."""
     offset = 0
-    for line in text.splitlines(keepends=True):
+    found: list[tuple[int, int]] = []  # (line number, offset)
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
         stripped = line.lstrip()
         if stripped.startswith("exec ") or stripped.startswith("exec\t"):
             at = offset + len(line) - len(stripped)
@@ -80,11 +83,20 @@ def _exec_offset(text: str, path: str) -> int:
                 command = None
             # ``exec >log 2>&1`` only redirects the script's own output: not the trainer.
             if command is None or len(command.words) > 1:
-                return at
+                found.append((number, at))
         offset += len(line)
-    raise ApplyError(
-        f"{path}: no 'exec …' line to edit (the launch file must start the trainer with exec)"
-    )
+    if not found:
+        raise ApplyError(
+            f"{path}: no 'exec …' line to edit (the launch file must start the trainer with exec)"
+        )
+    if len(found) > 1:
+        lines = ", ".join(str(number) for number, _ in found)
+        raise ApplyError(
+            f"{path}: {len(found)} exec lines start a command (lines {lines}); which one runs"
+            " is up to the script's own conditions, so a fix on one of them may change"
+            " nothing: keep one exec line for the trainer"
+        )
+    return found[0][1]
 
 
 def exec_words(text: str, path: str) -> list[str]:

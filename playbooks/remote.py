@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tools.errors import ApplyError
+from tools.errors import ApplyError, ApplyRefused
 from tools.transport.base import Transport
 
 _PROGRAM = r"""
@@ -188,6 +188,13 @@ try:
         if out["exists"]:
             out["size"] = os.path.getsize(op["path"])
             out["sha256"] = sha(op["path"]) if os.path.isfile(op["path"]) else None
+    elif kind == "kind":
+        try:
+            mode = os.lstat(op["path"]).st_mode
+            out = {"kind": "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode)
+                   else "directory" if stat.S_ISDIR(mode) else "special"}
+        except FileNotFoundError:
+            out = {"kind": "missing"}
     elif kind == "lock":
         fd, name = under(op["path"], create=True, allow_dir=True)
         try:
@@ -443,10 +450,18 @@ class Remote:
                 f"{op['op']} on {self.transport.name}: no answer (rc {result.rc}): {stderr}"
             ) from None
         if not answer.get("ok"):
-            raise ApplyError(
+            # A refusal (a symlink, a FIFO, a path outside the workspace) changed nothing:
+            # the target's state is what must change, hence exit 2.
+            error = ApplyRefused if answer.get("refused") else ApplyError
+            raise error(
                 f"{op['op']} {op.get('path', '')} on {self.transport.name}: {answer.get('error')}"
             )
         return dict(answer)
+
+    def kind(self, path: str) -> str:
+        """What ``path`` is, its link not followed: missing, file, link, directory or
+        special."""
+        return str(self._op(op="kind", path=path)["kind"])
 
     def read(self, path: str) -> bytes:
         return base64.b64decode(self._op(op="read", path=path)["data"])

@@ -17,6 +17,7 @@ It lives in the lowest layer (``tools/``) because facts travel one way
     │   ├── NotRecorded            replay: the command is not in the transcript
     │   └── ReadOnlyViolation      read-only mode: the command is not registered as read-only
     ├── ApplyError                 a change on the target could not be made (or undone) as planned
+    │   └── ApplyRefused           refused before anything changed (a symlink, a FIFO): exit 2
     ├── LedgerError                the fact ledger cannot be read or written
     │   └── LedgerUnreadable       a ledger on disk that does not hold: exit 2
     └── TranscriptError            a transcript is unreadable, truncated or tampered with
@@ -94,6 +95,14 @@ class ReadOnlyViolation(TransportError):
 class ApplyError(DoctorError):
     """A change on the target could not be made (or undone) as planned: a fix's apply,
     rollback or recovery stopped, and the message says at which step and why."""
+
+
+class ApplyRefused(ApplyError):
+    """An apply refused before it changed anything: state on the target it will not
+    write through (a symlinked lock, journal or pid file, a FIFO where a file belongs).
+    The target's layout is what must change, as with bad input: exit 2."""
+
+    exit_code = 2
 
 
 class LedgerError(DoctorError):

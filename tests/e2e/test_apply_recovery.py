@@ -28,6 +28,7 @@ import pytest
 from playbooks import Remote
 from playbooks.journal import stale, this_process
 from tests.lib.apply_killed import transaction
+from tools.errors import ApplyRefused
 from tools.transport import LocalTransport
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -230,3 +231,34 @@ def test_a_lock_is_stale_only_when_its_owner_is_known_dead_or_silent() -> None:
     assert stale(other, age_s=301, lease_s=300) == "nothing has touched it for 301s (lease 300s)"
     assert stale("an operator's note", age_s=301, lease_s=300) is not None
     assert stale("an operator's note", age_s=None, lease_s=300) is None
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["started.pid", "launch.log", "apply.journal"])
+def test_a_symlinked_state_file_is_refused_before_anything_changes(
+    ws: Path, tmp_path: Path, name: str
+) -> None:
+    """``WS/.dflash-doctor/started.pid`` as a symlink used to be met only after the fixed
+    trainer was started: the apply stopped there, reported "rolled_back", and the trainer
+    it started ran on. Now each file of the doctor's state an apply writes is checked
+    first: the apply is refused (exit 2), nothing is written, the trainer is untouched."""
+    outside = tmp_path / "outside"
+    outside.write_text("precious\n")
+    state = ws / ".dflash-doctor"
+    state.mkdir()
+    (state / name).symlink_to(outside)
+    before = tree(ws)
+    launch = sha(ws / "launch.sh")
+    original = _trainer_pid(ws)
+    remote = Remote(LocalTransport(), interpreter=sys.executable)
+    tx = transaction(str(ws), remote, baseline_tok_s=1e12, run_timeout=8)
+    plan = tx.plan() if name != "apply.journal" else None
+    with pytest.raises(ApplyRefused) as refused:
+        tx.apply(plan if plan is not None else tx.plan())
+    assert refused.value.exit_code == 2
+    assert str(state / name) in str(refused.value), refused.value
+    assert tree(ws) == before and sha(ws / "launch.sh") == launch
+    assert outside.read_text() == "precious\n"
+    assert _trainer_pid(ws) == original
+    assert sorted(p.name for p in state.iterdir()) == [name]  # no lock left, no backup made

@@ -11,6 +11,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from tests.lib.cli import SCRIPT, one_line_refusal, run_cli
 
+REPO = Path(__file__).resolve().parents[2]
 SECRET_FREE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\n"
 
 
@@ -220,3 +222,40 @@ def test_a_relative_xdg_state_home_is_refused_not_ignored(tmp_path: Path) -> Non
     assert run.returncode == 2 and "Traceback" not in err, err
     assert "XDG_STATE_HOME='relstate' is a relative path" in err
     assert list(home.iterdir()) == [] and not (tmp_path / "relstate").exists()
+
+
+HOLD = """
+import sys, time
+from agent.session import Session
+session = Session.reopen(sys.argv[1])
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_session_answered_twice_at_once_is_refused_the_second_time(
+    session: tuple[Path, Path, str],
+) -> None:
+    """Two processes answering one session both appended to its transcript, and the
+    chain no longer replayed. The second is now refused in one line while the first
+    holds the session; once it is gone, the session resumes and still replays."""
+    state, folder, sid = session
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, sid], stdout=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        line = one_line_refusal(["resume", sid, "--approve"], state)
+        assert f"session {sid} is in use by another dflash-doctor process (pid {holder.pid})" in (
+            line
+        )
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+        if holder.stdout is not None:
+            holder.stdout.close()
+    again = run_cli("resume", sid, "--json", state=state)
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    replayed = run_cli("replay", str(folder / "transcript.jsonl"), "--json", state=state)
+    assert replayed.returncode == 0, replayed.stderr.decode()[-2000:]

@@ -176,3 +176,29 @@ def test_any_quoted_line_gains_exactly_the_flag(
     edited = with_flag(text, "launch.sh", "--compile-lock")
     expected = words if "--compile-lock" in words else [*words, "--compile-lock"]
     assert run_launch(tmp_path, edited)["argv"] == expected
+
+
+BRANCHED = (
+    "#!/bin/sh\n"
+    'if [ -n "$ALT" ]; then\n'
+    '  exec "$PY" trainer.py --alt\n'
+    "fi\n"
+    'exec >> "$PWD/out.log" 2>&1\n'
+    'exec "$PY" trainer.py --main\n'
+)
+
+
+@pytest.mark.parametrize("edit", [with_flag, with_env], ids=["flag", "env"])
+def test_two_exec_lines_that_start_a_command_are_refused_naming_both(
+    tree: Path, edit: Any
+) -> None:
+    """The first exec line used to get the fix, inside an ``if`` the shell skips: the
+    trainer ran unchanged. Which branch runs is the script's own condition, so the edit
+    is refused, naming both lines (a redirect-only ``exec`` is not one of them)."""
+    assert run_launch(tree, BRANCHED)["argv"] == ["--main"]  # the branch that runs
+    assert run_launch(tree, BRANCHED, env={"ALT": "1"})["argv"] == ["--alt"]
+    with pytest.raises(ApplyError, match=r"2 exec lines start a command \(lines 3, 6\)"):
+        if edit is with_flag:
+            edit(BRANCHED, "launch.sh", "--compile-lock")
+        else:
+            edit(BRANCHED, "launch.sh", {"HOOK": "1"})
