@@ -15,20 +15,7 @@ from typing import Any
 import pytest
 
 from tests.lib.cli import gather, run_cli
-
-STEPS = range(10, 210, 10)
-
-
-def write_run(ws: Path, extra_line: str = "") -> None:
-    """A plain trainer's run: a JSON-lines log and two checkpoints with metadata."""
-    ws.mkdir(parents=True, exist_ok=True)
-    rows = [json.dumps({"step": s, "loss": 2.0 - s / 400, "tokens_per_sec": 1000.0}) for s in STEPS]
-    (ws / "train.jsonl").write_text("\n".join(rows + ([extra_line] if extra_line else [])) + "\n")
-    for step in (100, 200):
-        out = ws / "checkpoints" / f"step_{step}"
-        out.mkdir(parents=True)
-        (out / "model.pt").write_bytes(b"\0" * 64)
-        (out / "meta.json").write_text(json.dumps({"step": step, "torch": "2.13.0"}))
+from tests.lib.probe_workspace import write_run
 
 
 def strings(value: Any) -> list[str]:

@@ -153,3 +153,19 @@ def as_nobody(fn: Callable[[], Any]) -> Any:
     if status != "ok":
         raise AssertionError(f"child raised {value}")
     return value
+
+
+def write_run(ws: Path, extra_line: str = "") -> None:
+    """A plain trainer's run in ``ws``: a JSON-lines log (``extra_line`` at its end) and
+    two checkpoints with metadata."""
+    ws.mkdir(parents=True, exist_ok=True)
+    rows = [
+        json.dumps({"step": s, "loss": 2.0 - s / 400, "tokens_per_sec": 1000.0})
+        for s in range(10, 210, 10)
+    ]
+    (ws / "train.jsonl").write_text("\n".join(rows + ([extra_line] if extra_line else [])) + "\n")
+    for step in (100, 200):
+        out = ws / "checkpoints" / f"step_{step}"
+        out.mkdir(parents=True)
+        (out / "model.pt").write_bytes(b"\0" * 64)
+        (out / "meta.json").write_text(json.dumps({"step": step, "torch": "2.13.0"}))

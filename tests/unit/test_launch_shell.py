@@ -189,9 +189,7 @@ BRANCHED = (
 
 
 @pytest.mark.parametrize("edit", [with_flag, with_env], ids=["flag", "env"])
-def test_two_exec_lines_that_start_a_command_are_refused_naming_both(
-    tree: Path, edit: Any
-) -> None:
+def test_two_exec_lines_that_start_a_command_are_refused_naming_both(tree: Path, edit: Any) -> None:
     """The first exec line used to get the fix, inside an ``if`` the shell skips: the
     trainer ran unchanged. Which branch runs is the script's own condition, so the edit
     is refused, naming both lines (a redirect-only ``exec`` is not one of them)."""

@@ -46,6 +46,10 @@ TIMEOUT = 60.0
 
 MAX_DEPTH = 4
 MAX_ENTRIES = 20000
+# Entries of one directory looked at: a folder of 20,000 shards or images must not spend
+# the whole walk before its siblings (checkpoints/, the train log) are seen. The rest are
+# counted, in ``skipped``.
+MAX_DIR_ENTRIES = 2000
 PEEK = 64 << 10  # bytes read from a file to tell what it is
 MAX_PEEKS = 300
 MAX_LISTED = 50  # candidates kept per kind
@@ -296,6 +300,14 @@ class _Walk:
         except OSError as exc:
             self._add("unrecognised", d, f"cannot list: {exc.strerror or exc}")
             return []
+        if len(listing) > MAX_DIR_ENTRIES:
+            self._add(
+                "skipped",
+                d,
+                f"{len(listing) - MAX_DIR_ENTRIES} of its {len(listing)} entries not looked at"
+                f" (the first {MAX_DIR_ENTRIES} by name were)",
+            )
+            listing = listing[:MAX_DIR_ENTRIES]
         subdirs: list[tuple[str, int, bool]] = []
         dirs: list[tuple[os.DirEntry[str], os.stat_result]] = []
         steps: list[tuple[str, float]] = []
