@@ -86,11 +86,54 @@ _SECRETS = [
 # (github_pat_; the plugin knows the classic ghp_… form only, and only whole: 36
 # characters, where a clipped one is still a credential), OpenAI's current keys (sk-…;
 # the plugin knows only legacy ones, with "T3BlbkFJ" inside), Google API keys (AIza…).
+# And each provider's documented prefix the plugins lack: Databricks (dapi + 32 hex),
+# HashiCorp Vault (hvs./hvb./hvr.), Stripe webhook secrets (whsec_), Shopify
+# (shpat_/shpca_/shppa_/shpss_), Google OAuth client secrets (GOCSPX-) and access tokens
+# (ya29.), age identities (AGE-SECRET-KEY-1), Heroku (HRKU-), Doppler (dp.st./dp.ct./…),
+# Atlassian API tokens (ATATT).
 _TOKENS = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})"
+    r"|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}"
+    r"|dapi[0-9a-f]{32}(?:-\d+)?|hv[sbr]\.[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9+/=]{20,}"
+    r"|shp(?:at|ca|pa|ss)_[A-Fa-f0-9]{32}|GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[A-Za-z0-9_-]{20,}"
+    r"|AGE-SECRET-KEY-1[0-9A-Z]{50,}|HRKU-[A-Za-z0-9_-]{20,}"
+    r"|dp\.(?:st|ct|sa|scim|audit|pt)\.[A-Za-z0-9_.-]{20,}|ATATT[A-Za-z0-9_=-]{20,})"
 )
-_TOKEN_PREFIXES = ("hf_", "gh", "github_pat_", "sk-", "AIza")
+_TOKEN_PREFIXES = (
+    "hf_", "gh", "github_pat_", "sk-", "AIza", "dapi", "hvs.", "hvb.", "hvr.", "whsec_",
+    "shp", "GOCSPX-", "ya29.", "AGE-SECRET-KEY-", "HRKU-", "dp.", "ATATT",
+)  # fmt: skip
+# A colour code inside a token ("ghp_" in red, the rest plain) hides it from every rule:
+# SGR sequences carry no evidence and are dropped before the rules run.
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+# Command lines whose password is a positional part of a flag, not a flag named for it:
+# curl's -u/--user user:password (a pair of numbers is a uid:gid), mysql's -pPASSWORD or
+# --password=, sshpass -p, wandb login KEY, and a .netrc's "machine H login U password P"
+# (or "password P" on a line of its own). The secret is each pattern's last group.
+_COMMAND_SECRETS = [
+    (
+        re.compile(r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)?['\"]?[^\s:'\"]+:(?!\d+\b)([^\s'\"]{3,})"),
+        ("-u", "--user"),
+    ),
+    (
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]*?"
+            r"(?<![\w-])(?:-p|--password=)([^\s'\"]+)"
+        ),
+        ("mysql", "mariadb"),
+    ),
+    (re.compile(r"\bsshpass\b[^\n]*?(?<![\w-])-p[ \t]*([^\s'\"]+)"), ("sshpass",)),
+    (
+        re.compile(r"\bwandb[ \t]+login\b(?:[ \t]+--?[\w-]+)*[ \t]+([^\s-][^\s'\"]{7,})"),
+        ("wandb",),
+    ),
+    (
+        re.compile(
+            r"(?m)(?:\b(?:machine|login)[ \t]+\S+[^\n]*?[ \t]|^[ \t]*)password[ \t]+([^\s=:]\S*)"
+        ),
+        ("password",),
+    ),
+]
 # The words that say a JSON key's or a command-line flag's value is a secret: the key=value
 # rule's and the detector's keyword plugin's (loaded with it: see _secret_name).
 _SECRET_WORDS = r"password|passwd|secret|token|api[_-]?key|access[_-]?key|authorization"
@@ -103,6 +146,22 @@ _ANY_WORD = ("pass", "secret", "token", "key", "pwd", "contrase", "bearer", "bas
 _HOST_KEYS = frozenset({"hostname", "nodename", "fqdn"})
 _MIN_WORD_HOST = 4  # characters a learned host name needs to be redacted as a word
 _HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*")
+# The same keys in text that is not parsed as JSON (a log line quoting a config, a
+# Python dict's repr): their quoted value, or each quoted string of their list.
+_QUOTED_CREDENTIAL = re.compile(
+    r"(?i)([\"'](?:auth|credentials?|creds)[\"'][ \t]*:[ \t]*)([\"'])((?:\\.|(?!\2)[^\\\n]){3,})\2"
+)
+_QUOTED_CREDENTIAL_LIST = re.compile(
+    r"(?i)([\"'](?:credentials?|creds)[\"'][ \t]*:[ \t]*\[)([^\]\n]*)\]"
+)
+_QUOTED_STRING = re.compile(r"([\"'])((?:\\.|(?!\1)[^\\\n])+)\1")
+_QUOTED_KEY = re.compile(
+    r"(?i)([\"'](?:key|apikey)[\"'][ \t]*:[ \t]*)([\"'])([A-Za-z0-9+/=_-]{12,})\2"
+)
+# JSON keys whose value is a credential whatever it looks like: Docker's config.json
+# ``auth`` (base64 of user:password), ``{"auth": "user:password"}``, ``credentials``
+# (a string, or a list: every string in it).
+_CREDENTIAL_KEYS = re.compile(r"(?i)auth|credentials?|creds")
 # A tokenizer's special tokens ("eos_token": "</s>" in a checkpoint's config) are named as a
 # credential would be, and are its vocabulary.
 _VOCABULARY = re.compile(r"(?i)(?:bos|eos|pad|unk|sep|cls|mask)_token")
@@ -169,6 +228,8 @@ class Redactor:
         return mapping[key]
 
     def text(self, text: str) -> str:
+        if "\x1b[" in text:
+            text = _SGR.sub("", text)
         # A string that was screened with nothing found is not read by the detector again;
         # one that holds a placeholder may have been cut from a screened one (a key's line).
         screened = self._screened()
@@ -195,6 +256,14 @@ class Redactor:
                     text = pattern.sub(self._secret_pair, text)
             if any(word in lowered for word in _FLAG_WORDS):
                 text = _secret_flag().sub(self._secret_pair, text)
+        for pattern, words in _COMMAND_SECRETS:
+            if any(word in text for word in words):
+                text = pattern.sub(self._secret_pair, text)
+        if "auth" in lowered or "cred" in lowered:
+            text = _QUOTED_CREDENTIAL_LIST.sub(self._quoted_list, text)
+            text = _QUOTED_CREDENTIAL.sub(self._secret_pair, text)
+        if "key" in lowered:
+            text = _QUOTED_KEY.sub(self._random_value, text)
         if any(prefix in text for prefix in _TOKEN_PREFIXES):
             text = _TOKENS.sub(lambda m: self._placeholder("SECRET", m.group(0)), text)
         if self._host_rule is not None:
@@ -227,6 +296,19 @@ class Redactor:
         if _PLACEHOLDER.fullmatch(value):
             return match.group(0)
         return match.group(0).replace(value, self._placeholder("SECRET", value))
+
+    def _quoted_list(self, match: re.Match[str]) -> str:
+        """``"credentials": ["user", "password"]`` in text: every quoted string in it."""
+        inner = _QUOTED_STRING.sub(
+            lambda m: m.group(1) + self._whole(m.group(2))[0] + m.group(1), match.group(2)
+        )
+        return match.group(1) + inner + "]"
+
+    def _random_value(self, match: re.Match[str]) -> str:
+        """A bare ``"key": "…"`` whose value is random (an API key, not a config key)."""
+        if not secrets_detect.looks_random(match.group(3)):
+            return match.group(0)
+        return self._secret_pair(match)
 
     def _ip(self, match: re.Match[str]) -> str:
         value = match.group(0)
@@ -297,6 +379,8 @@ class Redactor:
         if self._screened() is not None or len(strings) < 2:
             yield
             return
+        # As ``text`` will read them: without colour codes.
+        strings = [_SGR.sub("", s) if "\x1b[" in s else s for s in strings]
         starts, at = [], 0
         for string in strings:
             starts.append(at)
@@ -431,6 +515,16 @@ class Redactor:
                 ):
                     # {"hostname": "…"}: the host's own name, whatever its length.
                     new_item, item_changed = self._placeholder("HOST", item), True
+                elif (
+                    isinstance(key, str)
+                    and isinstance(item, list)
+                    and _CREDENTIAL_KEYS.fullmatch(key)
+                    and item
+                    and all(isinstance(i, str) for i in item)
+                ):
+                    # {"credentials": [user, password]}: every string is the credential.
+                    parts = [self._whole(str(i)) for i in item]
+                    new_item, item_changed = [p for p, _ in parts], any(c for _, c in parts)
                 elif isinstance(key, str) and isinstance(item, str) and _names_secret(key, item):
                     # {"password": "…"}: parsed, the value is redacted apart from its
                     # key, so the key says what it is (issue 14: a metadata record's
@@ -588,10 +682,15 @@ def _secret_name() -> re.Pattern[str]:
 
 def _names_secret(key: str, value: str) -> bool:
     """Whether a JSON key says its value is a secret: a secret's name (not a tokenizer's
-    special token), or an environment variable's name on a random value (the entropy
-    plugins' measure)."""
+    special token), a credential's (Docker's ``auth``, ``credentials``), a bare ``key``
+    on a random value (``{"wandb": {"key": …}}``), or an environment variable's name on a
+    random value (the entropy plugins' measure)."""
     if _secret_name().fullmatch(key) and not key.startswith("-"):
         return _VOCABULARY.fullmatch(key) is None
+    if _CREDENTIAL_KEYS.fullmatch(key):
+        return True
+    if key.lower() in ("key", "apikey") and secrets_detect.looks_random(value):
+        return True
     return _ENV_NAME.fullmatch(key) is not None and secrets_detect.looks_random(value)
 
 

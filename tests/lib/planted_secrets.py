@@ -184,6 +184,52 @@ def _planted() -> list[Planted]:
         Planted("github_clipped", "hand", "gh" + "p_" + (gc := _r(24)), (gc,)),
         Planted("openai_project", "hand", "sk-" + "proj-" + (op := _r(48, B64URL)), (op,)),
     ]
+    # Issue 24, item 9: command-line and config shapes, and providers no plugin knows.
+    hexa, bech32 = "0123456789abcdef", "qpzry9x8gf2tvdw0s3jn54khce6mua7l".upper()
+    cli_pw = [_r(14) for _ in range(4)]
+    docker = base64.b64encode(f"trainer:{_r(16)}".encode()).decode()
+    tokens = {
+        "databricks": "dapi" + _r(32, hexa),
+        "vault": "hv" + "s." + _r(90, B64URL),
+        "stripe_webhook": "wh" + "sec_" + _r(32),
+        "shopify": "sh" + "pat_" + _r(32, hexa),
+        "google_client_secret": "GOC" + "SPX-" + _r(28, B64URL),
+        "google_oauth_token": "ya" + "29." + _r(100, B64URL),
+        "age_identity": "AGE-SECRET" + "-KEY-1" + _r(58, bech32),
+        "heroku": "HR" + "KU-" + _r(60, B64URL),
+        "doppler": "dp" + ".st." + _r(43),
+        "atlassian": "ATA" + "TT3xFfGF0" + _r(180, B64URL + "="),
+    }
+    wandb_key, wandb_json, cred_pw, auth_pw, ansi = (
+        _r(40, hexa), _r(40, hexa), _r(16), _r(16), _r(36),
+    )  # fmt: skip
+    planted += [
+        Planted("curl_user", "hand", f"curl -u trainer:{cli_pw[0]} https://x", (cli_pw[0],)),
+        Planted("mysql_p", "hand", f"mysql -utrainer -p{cli_pw[1]} runs", (cli_pw[1],)),
+        Planted("sshpass", "hand", f"sshpass -p {cli_pw[2]} ssh trainer@h", (cli_pw[2],)),
+        Planted(
+            "netrc", "hand", f"machine api.wandb.ai login user password {cli_pw[3]}", (cli_pw[3],)
+        ),
+        Planted(
+            "docker_auth",
+            "hand",
+            json.dumps({"auths": {"registry.example": {"auth": docker}}}),
+            (docker,),
+        ),
+        *(Planted(kind, "hand", form, (form[6:],)) for kind, form in tokens.items()),
+        Planted("wandb_login", "hand", f"wandb login {wandb_key}", (wandb_key,)),
+        Planted("wandb_json", "hand", json.dumps({"wandb": {"key": wandb_json}}), (wandb_json,)),
+        Planted(
+            "credentials_list",
+            "hand",
+            json.dumps({"credentials": ["trainer", cred_pw]}),
+            (cred_pw,),
+        ),
+        Planted("auth_pair", "hand", json.dumps({"auth": f"trainer:{auth_pw}"}), (auth_pw,)),
+        Planted(
+            "ghp_split_by_colour", "hand", "pushed with \x1b[31mgh" + f"p_\x1b[0m{ansi}", (ansi,)
+        ),
+    ]
     # The keyword plugin's quoted forms (its words that the key=value rule lacks, too).
     kw = [_r(18) for _ in range(5)]
     planted += [
