@@ -42,8 +42,8 @@ def ill_shaped(path: Path, exc: Exception) -> TranscriptError:
     return TranscriptError(f"{path}: not a diagnosis as this app records one: {first}")
 
 
-def load_recorded(path: Path) -> Recorded:
-    sealed = read_sealed(path, load_key())
+def load_recorded(path: Path, *, require_signature: bool = False) -> Recorded:
+    sealed = read_sealed(path, load_key(), require_signature=require_signature)
     try:
         return _recorded(path, sealed)
     except (ValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:

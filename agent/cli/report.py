@@ -17,14 +17,29 @@ def report(
     fmt: MdHtmlOrJson = "md",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
+    require_signature: Annotated[
+        bool,
+        typer.Option(
+            "--require-signature", help="Exit 2 unless this installation's key signed it."
+        ),
+    ] = False,
 ) -> None:
     from agent.recorded import load_recorded
     from agent.report.build import build_report
     from agent.report.html import render_html
     from agent.report.markdown import render_markdown
 
-    recorded = load_recorded(path)
+    recorded = load_recorded(path, require_signature=require_signature)
     built = build_report(recorded.state, recorded.ledger, str(recorded.header.get("session")))
+    built = built.model_copy(update={"transcript": recorded.seal.sentence})
+    if not recorded.seal.checked:
+        # Whoever holds another key could have written every line of it: said where the
+        # reader looks, and in the document itself.
+        typer.echo(
+            f"dflash-doctor: warning: {path}: {recorded.seal.sentence}; shown as recorded"
+            " (--require-signature refuses it)",
+            err=True,
+        )
     if fmt == "json":
         text = model_json(built, indent=1)
     elif fmt == "html":

@@ -544,6 +544,12 @@ def _plot(state: DiagnosisState, ledger: Ledger) -> list[str]:
     return out
 
 
+def _transcript_line(report: Report) -> list[str]:
+    if not report.transcript:
+        return []
+    return [f"<p class='transcript'>transcript: {html.escape(report.transcript)}</p>"]
+
+
 def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
     out = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -552,6 +558,7 @@ def render_html(report: Report, state: DiagnosisState, ledger: Ledger) -> str:
         f"<h1 id='verdict'>dflash-doctor report: {html.escape(report.verdict)}</h1>",
         f"<p>target <code>{html.escape(report.target)}</code> · session "
         f"<code>{html.escape(report.session)}</code></p>",
+        *_transcript_line(report),
         *_plot(state, ledger),
         *thread_bars(observed(latest(ledger, state.facts, "live"))),
     ]

@@ -15,6 +15,7 @@ def render_markdown(report: Report) -> str:
         "",
         f"- target: `{report.target}`",
         f"- session: `{report.session}`",
+        *([f"- transcript: {report.transcript}"] if report.transcript else []),
         "",
     ]
     for section in report.sections:

@@ -64,6 +64,9 @@ class Report(BaseModel):
     hypotheses: list[HypothesisDoc]
     sections: list[Section]
     facts: list[FactDoc]
+    # ``report FILE``: how the transcript it was rendered from was checked (its seal's
+    # words: signed by this installation, or by another, unchecked). None for a live run.
+    transcript: str | None = None
 
 
 SCHEMA = Path(__file__).with_name("schema.json")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html
 import io
 import json
 import multiprocessing
@@ -297,6 +298,37 @@ def test_a_transcript_signed_by_another_installation_is_reported(
     assert as_json["seal"]["checked"] is False
     refused(
         doctor("replay", str(path), "--require-signature", state=other),
+        f"signed by another installation (key id {recording.key_id}",
+        "a signature by this installation is required",
+    )
+
+
+def test_report_says_whose_signature_it_could_not_check_and_can_require_one(
+    recording: Recording, tmp_path: Path
+) -> None:
+    """``report`` used to render a transcript re-signed with another installation's key
+    as if it were this one's. Now the report itself and a warning on stderr say the
+    signature was not checked, and --require-signature refuses it, as replay does."""
+    other = tmp_path / "other"
+    other_id = installation_key(other / "dflash-doctor").key_id
+    path = recording.copy(tmp_path)
+    said = (
+        "sealed; signature not checked: signed by another installation "
+        f"(key id {recording.key_id}; this one's is {other_id})"
+    )
+    for fmt in ("md", "html", "json"):
+        result = doctor("report", str(path), "--format", fmt, state=other)
+        assert result.returncode == 0, result.stderr
+        assert f"warning: {path}: {said}; shown as recorded" in result.stderr
+        shown = json.loads(result.stdout)["transcript"] if fmt == "json" else result.stdout
+        assert (html.escape(said) if fmt == "html" else said) in shown, (fmt, shown[:600])
+    own = doctor("report", str(path), "--format", "json", state=recording.state)
+    assert own.returncode == 0 and "warning" not in own.stderr, own.stderr
+    assert json.loads(own.stdout)["transcript"] == (
+        f"sealed and signed by this installation (key id {recording.key_id})"
+    )
+    refused(
+        doctor("report", str(path), "--require-signature", state=other),
         f"signed by another installation (key id {recording.key_id}",
         "a signature by this installation is required",
     )
