@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,7 +71,8 @@ class Ledger:
         self._facts: dict[str, Fact] = {}
         self._by_digest: dict[str, Fact] = {}
         self._by_prefix: dict[str, list[str]] = {}
-        if path is not None and path.exists():
+        # lexists: a dangling link or a link loop is there too, and refused as no ledger.
+        if path is not None and os.path.lexists(path):
             self._load(path)
 
     def append(self, fact: Fact) -> Fact:

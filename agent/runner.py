@@ -3,6 +3,7 @@ where it stopped. The CLI, the demo, health checks and replays all come through 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,7 +98,7 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
     the transcript after the commands that produced them: a transcript alone is enough to
     render the report and to check a replay against. A session resumed after it had
     finished adds nothing: its outcome is recorded already."""
-    if session.transcript_path.exists():
+    if os.path.lexists(session.transcript_path):
         _, events = read_transcript(session.transcript_path)
         if any(e["type"] == "verdict" for e in events):
             return

@@ -168,7 +168,7 @@ class TranscriptWriter:
         # stops a session before its first command, not after its last.
         self.key = key or installation_key()
         path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and path.exists():
+        if resume and os.path.lexists(path):
             self._fh: IO[str] = self._reopen()
             return
         try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -21,34 +20,6 @@ from tests.lib.cli import SCRIPT, one_line_refusal, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET_FREE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\n"
-
-
-@pytest.fixture(scope="module")
-def diagnosed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A state directory holding one finished diagnosis of a small workspace."""
-    root = tmp_path_factory.mktemp("diagnosed")
-    ws = root / "ws"
-    ws.mkdir()
-    (ws / "train.jsonl").write_text(
-        "".join(f'{{"step": {s}, "loss": 2.0, "tokens_per_sec": 1000.0}}\n' for s in range(50))
-    )
-    state = root / "state"
-    done = run_cli(
-        "diagnose", "--target", "local", "--workspace", str(ws), "--non-interactive", "--json",
-        state=state,
-    )  # fmt: skip
-    assert done.returncode in (0, 1), done.stderr.decode()[-2000:]
-    (session,) = os.listdir(state / "dflash-doctor" / "sessions")
-    return state, session
-
-
-@pytest.fixture
-def session(diagnosed: tuple[Path, str], tmp_path: Path) -> tuple[Path, Path, str]:
-    """A copy of the diagnosed state: (state dir, session dir, session id)."""
-    state, sid = diagnosed
-    copy = tmp_path / "state"
-    shutil.copytree(state, copy, symlinks=True)
-    return copy, copy / "dflash-doctor" / "sessions" / sid, sid
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -118,9 +89,9 @@ REPLACEMENTS: dict[str, Callable[[Path], None]] = {
 )
 @pytest.mark.parametrize("answer", [["--json"], ["--approve"]], ids=["continue", "approve"])
 def test_resume_refuses_a_state_file_that_is_not_one_and_keeps_the_rest(
-    session: tuple[Path, Path, str], name: str, how: str, said: str, answer: list[str]
+    saved_session: tuple[Path, Path, str], name: str, how: str, said: str, answer: list[str]
 ) -> None:
-    state, folder, sid = session
+    state, folder, sid = saved_session
     REPLACEMENTS[how](folder / name)
     before = digests(folder)
     line = one_line_refusal(["resume", sid, *answer], state)
@@ -130,10 +101,10 @@ def test_resume_refuses_a_state_file_that_is_not_one_and_keeps_the_rest(
 
 @pytest.mark.parametrize("answer", [["--json"], ["--approve"]], ids=["continue", "approve"])
 def test_resume_without_saved_graph_state_is_one_line(
-    session: tuple[Path, Path, str], answer: list[str]
+    saved_session: tuple[Path, Path, str], answer: list[str]
 ) -> None:
     """An emptied graph.sqlite: continuing and answering both say it holds no state."""
-    state, folder, sid = session
+    state, folder, sid = saved_session
     (folder / "graph.sqlite").unlink()
     sqlite3.connect(folder / "graph.sqlite").close()
     line = one_line_refusal(["resume", sid, *answer], state)
@@ -141,9 +112,9 @@ def test_resume_without_saved_graph_state_is_one_line(
 
 
 def test_report_out_refuses_a_fifo_and_an_existing_file_unless_forced(
-    session: tuple[Path, Path, str], tmp_path: Path
+    saved_session: tuple[Path, Path, str], tmp_path: Path
 ) -> None:
-    state, folder, _ = session
+    state, folder, _ = saved_session
     transcript = str(folder / "transcript.jsonl")
     pipe = tmp_path / "report.fifo"
     os.mkfifo(pipe)
@@ -234,12 +205,12 @@ time.sleep(120)
 
 
 def test_a_session_answered_twice_at_once_is_refused_the_second_time(
-    session: tuple[Path, Path, str],
+    saved_session: tuple[Path, Path, str],
 ) -> None:
     """Two processes answering one session both appended to its transcript, and the
     chain no longer replayed. The second is now refused in one line while the first
     holds the session; once it is gone, the session resumes and still replays."""
-    state, folder, sid = session
+    state, folder, sid = saved_session
     env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(REPO)}
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, sid], stdout=subprocess.PIPE, env=env, text=True
