@@ -23,9 +23,12 @@ SECRET_FREE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\n"
 
 
 def digests(folder: Path) -> dict[str, str]:
-    """What each entry of ``folder`` is: a regular file's digest, else its kind."""
+    """What each entry of ``folder`` is: a regular file's digest, else its kind. The
+    session's lock is left out: taken first, it is the one file a refused resume adds."""
     out = {}
     for entry in sorted(folder.iterdir()):
+        if entry.name == "session.lock":
+            continue
         if entry.is_symlink():
             out[entry.name] = "link to " + os.readlink(entry)
         elif entry.is_file() and not entry.is_fifo():

@@ -81,7 +81,14 @@ class StepDir(TypedDict, total=False):
     error_kind: str
 
 
-class CheckpointsValue(TypedDict):
+class _CheckpointsSince24(TypedDict, total=False):
+    # The profile's checkpoint_pattern, when a name made it overrun its bound
+    # (``_steps.Watched``): which name, after how long, and that built-in namings were read.
+    # Optional: a sweep recorded before it was added still replays.
+    pattern_abandoned: dict[str, Any] | None
+
+
+class CheckpointsValue(_CheckpointsSince24):
     path: str
     empty: bool
     steps: list[StepDir]
@@ -102,9 +109,6 @@ class CheckpointsValue(TypedDict):
     # Steps over the checkpoints' modification times: the run's pace where nothing else
     # states one (``pace``).
     pace: dict[str, Any]
-    # The profile's checkpoint_pattern, when a name made it overrun its bound
-    # (``_steps.Watched``): which name, after how long, and that built-in namings were read.
-    pattern_abandoned: dict[str, Any] | None
 
 
 def _records_in(names: list[str], listing: list[str]) -> list[str]:
