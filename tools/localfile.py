@@ -56,13 +56,19 @@ def refuse_special(path: Path, what: str) -> None:
         )
 
 
+def may_write(path: Path, *, force: bool, what: str) -> None:
+    """UsageError unless ``write_file`` may write ``path``: checked before the work whose
+    result it will hold, so a refusal costs nothing and is the only thing said."""
+    refuse_special(path, what)
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; not overwriting it (use --force)")
+
+
 def write_file(path: Path, text: str, *, force: bool, what: str) -> None:
     """``text`` written to ``path`` whole, or nothing written: a file there is kept
     unless ``force`` (then replaced, never written through: a temporary file beside it
     is renamed over it), anything but a regular file refused."""
-    refuse_special(path, what)
-    if path.exists() and not force:
-        raise UsageError(f"{path} exists; not overwriting it (use --force)")
+    may_write(path, force=force, what=what)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)

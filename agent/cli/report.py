@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agent.cli.options import MdHtmlOrJson
-from tools.localfile import write_file
+from tools.localfile import may_write, write_file
 from tools.text import model_json
 
 
@@ -29,6 +29,8 @@ def report(
     from agent.report.html import render_html
     from agent.report.markdown import render_markdown
 
+    if out is not None:
+        may_write(out, force=force, what="the report")
     recorded = load_recorded(path, require_signature=require_signature)
     built = build_report(recorded.state, recorded.ledger, str(recorded.header.get("session")))
     built = built.model_copy(update={"transcript": recorded.seal.sentence})

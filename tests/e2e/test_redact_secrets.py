@@ -25,7 +25,15 @@ import pytest
 from detect_secrets.plugins import keyword
 
 from tests.lib.cli import cli
-from tests.lib.planted_secrets import BY_KIND, PLANTED, REPORTED, RNG, Planted, leaks
+from tests.lib.planted_secrets import (
+    BY_KIND,
+    ISSUE_24,
+    PLANTED,
+    REPORTED,
+    RNG,
+    Planted,
+    leaks,
+)
 from tests.lib.sshd import SSHServer
 from tools import secrets_detect
 from tools.probes._runner import SENTINEL
@@ -276,7 +284,7 @@ def _workspace(root: Path) -> Path:
     ws = root / "ws"
     ckpt = ws / "checkpoints" / "step_10"
     ckpt.mkdir(parents=True)
-    reported = [BY_KIND[k] for k in REPORTED]
+    reported = [BY_KIND[k] for k in [*REPORTED, *ISSUE_24]]
     lines = [f"step {i} loss {2 - i / 100:.2f}" for i in range(1, 6)]
     for p in reported:
         lines += [f"WARNING {line}" for line in p.form.split("\n")] + [""]
@@ -332,9 +340,9 @@ def test_a_diagnose_keeps_no_reported_secret(
 ) -> None:
     """The real CLI on a real workspace and a real trainer process: the sweep itself
     ships every reported secret (so the test plants them where probes look), and neither
-    ``diagnose`` nor ``facts`` keeps or prints any of them."""
+    ``diagnose`` nor ``facts`` keeps or prints any of them (issue 24's formats too)."""
     ws = _workspace(tmp_path)
-    reported = [BY_KIND[k] for k in REPORTED]
+    reported = [BY_KIND[k] for k in [*REPORTED, *ISSUE_24]]
     shipped = sweep(LocalTransport(), SweepSpec(workspace=str(ws), interpreter=sys.executable))
     raw = json.dumps([r.value for r in shipped.results])
     assert leaks(raw, reported) == [p.kind for p in reported]

@@ -303,6 +303,32 @@ REPORTED = [
 ]
 
 
+# Issue 24's formats (item 9), by kind: command-line and config shapes, providers no
+# plugin knows, a token split by a colour code.
+ISSUE_24 = [
+    "curl_user",
+    "mysql_p",
+    "sshpass",
+    "netrc",
+    "docker_auth",
+    "databricks",
+    "vault",
+    "stripe_webhook",
+    "shopify",
+    "google_client_secret",
+    "google_oauth_token",
+    "age_identity",
+    "heroku",
+    "doppler",
+    "atlassian",
+    "wandb_login",
+    "wandb_json",
+    "credentials_list",
+    "auth_pair",
+    "ghp_split_by_colour",
+]
+
+
 def leaks(text: str, planted: list[Planted]) -> list[str]:
     """The planted secrets any 10 characters of which are still in ``text`` (a secret
     half redacted is a leak too: a Stripe key's tail, a JWT's signature)."""
