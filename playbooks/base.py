@@ -316,12 +316,9 @@ class Transaction:
         """ApplyRefused, before anything changes, for a file of the doctor's state an
         apply writes that is a link or no regular file: found only once the trainer was
         restarted, it would stop the apply halfway (the trainer it started running on)."""
-        for path in (
-            self.site.started_file,
-            self.site.journal_file,
-            f"{self.site.state_dir}/launch.log",
-        ):
-            kind = self.remote.kind(path)
+        site = self.site
+        paths = (site.started_file, site.journal_file, f"{site.state_dir}/launch.log")
+        for path, kind in zip(paths, self.remote.kinds(*paths), strict=True):
             if kind not in ("missing", "file"):
                 raise ApplyRefused(
                     f"{path} is a {kind}, not a regular file: the doctor does not write"

@@ -111,7 +111,7 @@ class Journal:
 
     def read(self) -> dict[str, Any] | None:
         """The journal as the last apply left it, or None when there is none."""
-        kind = self.remote.kind(self.path)
+        (kind,) = self.remote.kinds(self.path)
         if kind == "missing":
             return None
         if kind != "file":

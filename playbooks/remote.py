@@ -188,13 +188,15 @@ try:
         if out["exists"]:
             out["size"] = os.path.getsize(op["path"])
             out["sha256"] = sha(op["path"]) if os.path.isfile(op["path"]) else None
-    elif kind == "kind":
-        try:
-            mode = os.lstat(op["path"]).st_mode
-            out = {"kind": "link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode)
-                   else "directory" if stat.S_ISDIR(mode) else "special"}
-        except FileNotFoundError:
-            out = {"kind": "missing"}
+    elif kind == "kinds":
+        out = {"kinds": []}
+        for path in op["paths"]:
+            try:
+                mode = os.lstat(path).st_mode
+                out["kinds"].append("link" if stat.S_ISLNK(mode) else "file" if stat.S_ISREG(mode)
+                                    else "directory" if stat.S_ISDIR(mode) else "special")
+            except FileNotFoundError:
+                out["kinds"].append("missing")
     elif kind == "lock":
         fd, name = under(op["path"], create=True, allow_dir=True)
         try:
@@ -458,10 +460,10 @@ class Remote:
             )
         return dict(answer)
 
-    def kind(self, path: str) -> str:
-        """What ``path`` is, its link not followed: missing, file, link, directory or
-        special."""
-        return str(self._op(op="kind", path=path)["kind"])
+    def kinds(self, *paths: str) -> list[str]:
+        """What each of ``paths`` is, its link not followed: missing, file, link,
+        directory or special (one round trip for all of them)."""
+        return [str(k) for k in self._op(op="kinds", paths=list(paths))["kinds"]]
 
     def read(self, path: str) -> bytes:
         return base64.b64decode(self._op(op="read", path=path)["data"])

@@ -30,9 +30,9 @@ def read_regular(path: Path, limit: int = MAX_BYTES) -> bytes:
 
 
 def read_state(path: Path, what: str, limit: int = MAX_BYTES) -> str:
-    """The UTF-8 text of a file this installation keeps (a session's ``session.json``,
-    its ``redaction.json``); a UsageError in one line for anything else put in its
-    place (a FIFO, a link to /dev/zero, a directory, bytes that are not UTF-8)."""
+    """The UTF-8 text of a file read whole on this machine (a session's ``session.json``,
+    a baseline, an ssh config); a UsageError in one line for anything else in its place
+    (a FIFO, a link to /dev/zero, a directory, bytes that are not UTF-8)."""
     try:
         return read_regular(path, limit).decode("utf-8")
     except OSError as exc:

@@ -76,7 +76,8 @@ class Budget:
                     break
                 except Overran:
                     continue
-            signal.signal(signal.SIGALRM, previous)
+            # None: the handler was not set from Python; the default is what it was.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
             took = time.monotonic() - started
             self.used += took
             if outer:  # an outer timer keeps what was left of its own time

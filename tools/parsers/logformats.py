@@ -241,8 +241,8 @@ def text_lines(head: bytes) -> list[bytes]:
     or invalid UTF-8 a crash or a preallocated file leaves at the top (its last line, cut
     by the read, left out where there are others)."""
     raw = head.split(b"\n")
-    if len(raw) > 1:
-        raw = raw[:-1] if head[-1:] != b"\n" else raw
+    if len(raw) > 1 and not head.endswith(b"\n"):
+        raw.pop()
     out = []
     for line in raw:
         line = line.strip()

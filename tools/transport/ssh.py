@@ -42,7 +42,7 @@ from tools.errors import (
     TransportError,
     UsageError,
 )
-from tools.localfile import read_regular
+from tools.localfile import read_regular, read_state
 from tools.log import get_logger
 from tools.transport.base import CommandResult, digest
 from tools.transport.known_hosts import load as load_known_hosts
@@ -59,12 +59,7 @@ def _config(path: str | None) -> Config:
         return Config()
     if path == os.devnull:  # ssh -F /dev/null: no config at all
         return Config(runtime_ssh_path=path)
-    try:
-        read_regular(Path(path), 16 << 20).decode("utf-8")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the ssh config: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: the ssh config is not UTF-8 text (byte {exc.start})") from None
+    read_state(Path(path), "the ssh config", 16 << 20)  # a FIFO, /dev/zero, odd bytes
     try:
         return Config(runtime_ssh_path=path)
     except (ValueError, paramiko.SSHException) as exc:
