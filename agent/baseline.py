@@ -91,9 +91,16 @@ class BaselineStore:
         return self.root / f"{name}.json"
 
     def save(self, name: str, target: str, facts: Iterable[Fact]) -> Path:
+        """Keep ``facts`` as ``name``; ``target``'s host is written as its pseudonym
+        (``tools.pseudonym``), as every file that outlives a session names it."""
+        from tools.pseudonym import host_names
+
         path = self.path(name)
         snapshot = Snapshot(
-            name=name, target=target, created_at=datetime.now(UTC), facts=list(facts)
+            name=name,
+            target=host_names().uri(target),
+            created_at=datetime.now(UTC),
+            facts=list(facts),
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")

@@ -13,7 +13,7 @@ verify to a node that could change a target.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +54,27 @@ CHECKPOINT_TYPES = [
 ]
 
 
-def sqlite_checkpointer(path: Path) -> SqliteSaver:
-    """The session's graph checkpoints in ``path`` (see ``open_checkpoints``)."""
+class _CheckpointSerde(JsonPlusSerializer):
+    """LangGraph keeps a failed node's exception among a checkpoint's writes, as its
+    repr: a transport's error quotes the host as the user typed it ("ssh://gpu-7:
+    connection refused"). It is kept as the transcript records it (``redact``); like
+    the repr, it loads back as a string."""
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        super().__init__(allowed_msgpack_modules=CHECKPOINT_TYPES)
+        self._redact = redact
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        if isinstance(obj, BaseException):
+            obj = self._redact(repr(obj))
+        return super().dumps_typed(obj)
+
+
+def sqlite_checkpointer(path: Path, redact: Callable[[str], str] = str) -> SqliteSaver:
+    """The session's graph checkpoints in ``path`` (see ``open_checkpoints``); an error
+    a node raised is kept as ``redact`` gives it (the session's ``recorded``)."""
     conn = open_checkpoints(path)
-    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES))
+    return SqliteSaver(conn, serde=_CheckpointSerde(redact))
 
 
 def open_checkpoints(path: Path) -> sqlite3.Connection:

@@ -69,7 +69,9 @@ def run_session(
     """Start the graph from ``start``, or continue it: with ``answer`` (the reply to an
     approval question) or, when neither is given, from its last checkpoint."""
     graph = build_graph(
-        doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path), fixes=fixes
+        doctor.rules,
+        checkpointer=sqlite_checkpointer(session.graph_path, session.recorded),
+        fixes=fixes,
     )
     config = {"configurable": {"thread_id": session.id}}
     if start is not None:

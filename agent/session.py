@@ -4,7 +4,8 @@ State lives under ``$XDG_STATE_HOME/dflash-doctor/sessions/<id>/`` (``~/.local/s
 unset):
 
 - ``session.json``   what the session runs against (target, sweep spec, baseline, mode,
-  SSH options), so ``resume`` can rebuild it after a crash or a closed laptop;
+  SSH options), so ``resume`` can rebuild it after a crash or a closed laptop; the
+  target's host a pseudonym, the target itself sealed (``tools.pseudonym``);
 - ``ledger.jsonl``   the facts; ``transcript.jsonl`` every command that crossed a target;
 - ``graph.sqlite``   the LangGraph checkpoints; ``redaction.json`` placeholder numbering
   (value hashes only).
@@ -106,7 +107,7 @@ class Session:
         self._targets: list[Target] = []
         if config is not None and not resume:
             self.dir.mkdir(parents=True, exist_ok=True)
-            (self.dir / "session.json").write_text(model_json(config, indent=1))
+            (self.dir / "session.json").write_text(model_json(_as_saved(config), indent=1))
 
     @property
     def ledger(self) -> Ledger:
@@ -131,10 +132,12 @@ class Session:
                 "mode": config.mode,
                 "baseline": config.baseline,
                 "spec": config.spec.model_dump(mode="json") if config.spec else None,
-                # What the session was asked to do, as one comparable value.
+                # What the session was asked to do, as one comparable value (of the
+                # target as saved: a digest of the host's name would let a guess be tested).
                 "config_digest": hashlib.sha256(
                     model_json(
-                        config, include={"command", "target", "mode", "spec", "baseline"}
+                        _as_saved(config),
+                        include={"command", "target", "mode", "spec", "baseline"},
                     ).encode()
                 ).hexdigest(),
             },
@@ -158,6 +161,11 @@ class Session:
             config = model_from_json(SessionConfig, text)
         except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
             raise ConfigError(f"{path}: unreadable session: {str(exc).splitlines()[0]}") from None
+        if config.target_sealed is not None:
+            from tools.pseudonym import host_names
+
+            target = host_names().unseal(config.target_sealed, str(path))
+            config = config.model_copy(update={"target": target, "target_sealed": None})
         parsed = parse_target(config.target)
         session = cls(
             session_id,
@@ -224,6 +232,10 @@ class Session:
             )
         return self._writer
 
+    def recorded(self, text: str) -> str:
+        """``text`` (a target URI) as this session's transcript records it."""
+        return self._redactor.text(text)
+
     def sanitize(self, fact: Fact) -> Fact:
         """``fact`` as this session's transcript would store it (redacted)."""
         from agent.facts import Fact
@@ -250,6 +262,18 @@ class Session:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # the flock goes with the descriptor
             self._lock_fd = None
+
+
+def _as_saved(config: SessionConfig) -> SessionConfig:
+    """``config`` as ``session.json`` keeps it: the target's host a pseudonym and the
+    target sealed, so a session directory names no host and ``resume`` still finds it."""
+    from tools.pseudonym import host_names
+
+    names = host_names()
+    shown = names.uri(config.target)
+    if shown == config.target:
+        return config
+    return config.model_copy(update={"target": shown, "target_sealed": names.seal(config.target)})
 
 
 def ssh_dict(options: SSHOptions) -> dict[str, Any]:

@@ -17,6 +17,9 @@ class SessionConfig(BaseModel):
 
     command: str
     target: str
+    target_sealed: str | None = None
+    """In ``session.json``: the target, sealed (``tools.pseudonym``), where ``target``
+    holds it with its host a pseudonym. Never set on a config in memory."""
     mode: Literal["guided", "demo", "health", "replay"] = "guided"
     spec: SweepSpec | None = None
     baseline: str | None = None

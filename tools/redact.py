@@ -183,6 +183,11 @@ _KEEP_IPS = {"0.0.0.0", "127.0.0.1", "255.255.255.255"}
 _KEEP_HOSTS = {"localhost", "localhost.localdomain", "local"}
 
 
+def identifies_nobody(host: str) -> bool:
+    """A host name or address that names no machine in particular (kept in clear)."""
+    return host in _KEEP_IPS or host.lower() in _KEEP_HOSTS
+
+
 class Redactor:
     """Values are remembered by their sha256, never in clear, so ``export`` can be saved
     beside a session and a resumed session keeps numbering its placeholders the same way

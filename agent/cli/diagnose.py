@@ -94,7 +94,8 @@ def diagnose(
     bind_contextvars(session=session.id)
     ask = sys.stdin.isatty() if interactive is None else interactive
     start = DiagnosisState(
-        target=str(resolved.uri),
+        # As the facts cite it: the graph's checkpoints keep no host name in clear.
+        target=session.recorded(str(resolved.uri)),
         mode="guided",
         baseline=baseline,
         plan_only=plan_only,

@@ -22,6 +22,7 @@ from tools.text import model_json
 
 if TYPE_CHECKING:
     from agent.doctor import Doctor
+    from agent.report.model import Report
     from agent.state import DiagnosisState
 
 
@@ -73,7 +74,7 @@ def drive(
         while outcome.paused is not None and interactive:
             question = outcome.paused
             if question.get("question") == "next":
-                guided.show(err, build_report(outcome.state, session.ledger, session.id))
+                guided.show(err, _report(session, outcome.state))
                 reply = guided.ask_next(question, _prompt, err.print)
             else:
                 plan = question.get("plan", {})
@@ -93,7 +94,7 @@ def drive(
             record_outcome(session, outcome.state)
     finally:
         session.close()
-    report = build_report(outcome.state, session.ledger, session.id)
+    report = _report(session, outcome.state)
     if fmt == "json":
         typer.echo(model_json(report, indent=1))
     else:
@@ -110,6 +111,15 @@ def drive(
         raise typer.Exit(1)  # no verdict reached (see the log for why)
 
 
+def _report(session: Session, state: DiagnosisState) -> Report:
+    """The report printed here: its facts as recorded, its target as the user gave it
+    (the state keeps the transcript's placeholder for the host)."""
+    report = build_report(state, session.ledger, session.id)
+    if session.config is None:
+        return report
+    return report.model_copy(update={"target": session.config.target})
+
+
 def _prompt(text: str) -> str:
     """A line from the terminal; end of input is the answer "stop"."""
     try:
@@ -121,7 +131,9 @@ def _prompt(text: str) -> str:
 def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None:
     from agent.graph import build_graph, sqlite_checkpointer
 
-    graph = build_graph(doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path))
+    graph = build_graph(
+        doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path, session.recorded)
+    )
     snapshot_ = graph.get_state({"configurable": {"thread_id": session.id}})
     for task in snapshot_.tasks:
         for interrupt_ in task.interrupts:

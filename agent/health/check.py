@@ -171,7 +171,9 @@ def check_target(
             playbooks={},
             approver="never",
         )
-        start = DiagnosisState(target=target.uri, mode="health", baseline=target.baseline)
+        start = DiagnosisState(
+            target=session.recorded(target.uri), mode="health", baseline=target.baseline
+        )
         state = run_session(session, doctor, start=start, fixes=False).state
         record_outcome(session, state)
     except (DoctorError, OSError) as exc:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.health.model import HealthRun, Status, TargetResult, TrendPoint
 from tools.localfile import read_state, refuse_special
 from tools.log import get_logger
+from tools.pseudonym import HostNames
 from tools.text import model_from_json, model_json
 
 log = get_logger(__name__)
@@ -106,8 +107,12 @@ class HistoryEntry(BaseModel):
 
 
 class HealthHistory:
-    def __init__(self, root: Path) -> None:
+    """``names``: read a line written before hosts were pseudonyms as its pseudonym's
+    (its trend goes on), and write the history again without the name at the next run."""
+
+    def __init__(self, root: Path, names: HostNames | None = None) -> None:
         self.root = root
+        self.names = names
 
     @property
     def history_path(self) -> Path:
@@ -135,6 +140,7 @@ class HealthHistory:
                     error=exc.errors()[0]["msg"] if exc.errors() else "invalid",
                 )
                 continue
+            entry = self._named(entry)
             if target is None or entry.target == target:
                 out.append(entry)
         return sorted(out, key=lambda e: e.at)
@@ -186,11 +192,45 @@ class HealthHistory:
         tmp.replace(path)
         lines = "".join(model_json(HistoryEntry.of(run.run, r)) + "\n" for r in run.targets)
         refuse_special(self.history_path, "the health history")
-        with self._locked(), self.history_path.open("a", encoding="utf-8") as fh:
-            fh.write(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+        with self._locked():
+            renamed = self._renamed_history()
+            if renamed is not None:
+                tmp = self.history_path.with_suffix(".tmp")
+                tmp.write_text(renamed + lines, encoding="utf-8")
+                tmp.replace(self.history_path)
+                return path
+            with self.history_path.open("a", encoding="utf-8") as fh:
+                fh.write(lines)
+                fh.flush()
+                os.fsync(fh.fileno())
         return path
+
+    def _named(self, entry: HistoryEntry) -> HistoryEntry:
+        if self.names is None:
+            return entry
+        target, uri = self.names.uri(entry.target), self.names.uri(entry.uri)
+        if (target, uri) == (entry.target, entry.uri):
+            return entry
+        return entry.model_copy(update={"target": target, "uri": uri})
+
+    def _renamed_history(self) -> str | None:
+        """The history with each line that names a host in clear written with its
+        pseudonym (a line that cannot be read is kept as it is); None when none does."""
+        if self.names is None or not os.path.lexists(self.history_path):
+            return None
+        out, changed = [], False
+        for line in read_state(self.history_path, "the health history").splitlines():
+            try:
+                entry = model_from_json(HistoryEntry, line)
+            except ValidationError:
+                out.append(line)
+                continue
+            named = self._named(entry)
+            if named is not entry:
+                # Only the fields the line had: one without a workspace stays one.
+                line, changed = model_json(named, include=set(named.model_fields_set)), True
+            out.append(line)
+        return "".join(f"{line}\n" for line in out) if changed else None
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -14,9 +14,10 @@ hard time limits). Every run is kept by ``agent.health.history``, which also ans
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from agent.health.check import Cancel, HealthTarget, bounded_ssh, check_target
 from agent.health.fleet import CheckFn, run_fleet
@@ -26,7 +27,9 @@ from agent.session import app_state, new_session_id
 from agent.targets import resolve_target
 from tools.errors import UsageError
 from tools.profile import default_config_path, load_config
+from tools.pseudonym import HostNames, host_names
 from tools.transport import SSHOptions
+from tools.transport.uri import parse_target
 
 __all__ = [
     "HealthHistory",
@@ -113,6 +116,28 @@ def plan_targets(
     ]
 
 
+def pseudonymous(result: TargetResult, names: HostNames, host: str | None) -> TargetResult:
+    """``result`` as every health output and the history keep it: ``host`` (the
+    target's, as given) is its pseudonym wherever it stands, in the URI, a label that is
+    the URI, and a reason quoting a transport's error. The same host is the same
+    pseudonym every night, so its trend and streak join up."""
+    if host is None:
+        return result
+    return TargetResult.model_validate(
+        _each_string(result.model_dump(mode="json"), lambda s: names.text(s, [host]))
+    )
+
+
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_each_string(v, change) for v in value]
+    if isinstance(value, dict):
+        return {change(k): _each_string(v, change) for k, v in value.items()}
+    return value
+
+
 def run_health(
     targets: Sequence[HealthTarget],
     *,
@@ -129,7 +154,8 @@ def run_health(
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if limit <= 0:
         raise UsageError(f"--target-timeout must be positive, got {limit:g}")
-    history = history or HealthHistory(health_home())
+    names = host_names()
+    history = history or HealthHistory(health_home(), names)
     run_id = new_session_id()
     started = datetime.now(UTC)
     bounded = bounded_ssh(ssh, limit)
@@ -138,6 +164,8 @@ def run_health(
         return check_target(target, ssh=bounded, deadline=deadline, cancel=cancel)
 
     results = run_fleet(targets, check or one, jobs=jobs, limit=limit)
+    hosts = {t.label: parse_target(t.uri).host for t in targets}
+    results = [pseudonymous(r, names, hosts.get(r.target)) for r in results]
     results = history.annotate_all(results, run_id, trend)
     code, why = exit_code(results)
     run = HealthRun(
