@@ -357,6 +357,41 @@ def test_a_diagnose_keeps_no_reported_secret(
             assert leaks(text, reported) == [], (command, name)
 
 
+@pytest.mark.slow
+def test_health_a_snapshot_and_reports_keep_no_reported_secret(tmp_path: Path) -> None:
+    """The other writers, on the same workspace: ``snapshot`` (a baseline), ``health
+    --out`` in all four formats and its history, and ``report`` rendered as md, html and
+    json from a health session's transcript: no file under the state or output
+    directories holds any of the reported formats (issue 24's too)."""
+    ws = _workspace(tmp_path)
+    reported = [BY_KIND[k] for k in [*REPORTED, *ISSUE_24]]
+    shipped = sweep(LocalTransport(), SweepSpec(workspace=str(ws), interpreter=sys.executable))
+    assert leaks(json.dumps([r.value for r in shipped.results]), reported) == [
+        p.kind for p in reported
+    ]  # the sweep the health check runs ships every one of them
+    state, out = tmp_path / "state", tmp_path / "out"
+    common = ["--target", "local", "--workspace", str(ws), "--interpreter", sys.executable]
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    snapshot = cli("-q", "snapshot", "--name", "good", *common, env=env)
+    assert snapshot.returncode == 0, snapshot.stderr.decode()[-3000:]
+    health = cli("-q", "health", *common, "--baseline", "good", "--out", str(out), env=env)
+    assert b"Traceback" not in health.stderr and health.returncode in (0, 1, 2)
+    (run,) = json.loads((out / "health.json").read_text())["targets"]
+    for fmt in ("md", "html", "json"):
+        rendered = out / f"report.{fmt}"
+        made = cli("report", run["transcript"], "--format", fmt, "--out", str(rendered), env=env)
+        assert made.returncode == 0, made.stderr.decode()[-3000:]
+    files = [p for root in (state, out) for p in root.rglob("*") if p.is_file()]
+    assert {"good.json", "history.jsonl", "health.md", "report.html"} <= {p.name for p in files}
+    for path in files:
+        text = path.read_bytes().decode("utf-8", "replace")
+        if path.name == "transcript.jsonl":
+            text = _transcript_text(path)
+        assert leaks(text, reported) == [], path
+    for printed in (snapshot, health):
+        assert leaks((printed.stdout + printed.stderr).decode(errors="replace"), reported) == []
+
+
 @pytest.mark.ssh
 @pytest.mark.slow
 def test_an_ssh_alias_and_the_host_name_stay_off_the_disk(
