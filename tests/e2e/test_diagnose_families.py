@@ -84,7 +84,6 @@ def test_silent_eager_fallback_past_the_recompile_limit(eager_scenario: Scenario
     assert any(s.startswith("FX-trace error lines = 0 [") for s in said), said
     assert any(s.startswith("recompile-limit warnings = ") for s in said), said
     assert any(s.startswith("uncompiled flex_attention warnings = ") for s in said), said
-    assert state.hypotheses[0].unlocks == ("recompile-limit",)
     assert statuses(state)["dataset_shape_churn"] == {"verified"}
     assert statuses(state)["fx_trace_race"] == {"refuted"}
     assert_grounded(state, ledger, report)
@@ -143,6 +142,13 @@ def test_a_fallback_nothing_printed_is_seen_in_the_live_workers_stacks(
     worker thread inside flex_attention's unfused path (what a compiled flex_attention
     never shows), the one sign of it, naming the thread."""
     ws = clone(good_workspace, tmp_path / "ws")
+    # The baseline is taken beside the fault, at this machine's load now: the good run
+    # resumed unchanged for a while. The fixture's own record was made at another time;
+    # a clean-clone run met one made while the suite's other worker halved its speed
+    # (15,400 tokens/s where an unloaded run shows 32,000), and the eager run, 0.62x of
+    # a baseline taken beside it, then looked no slower.
+    with running(ws, tmp_path / "good.log", " step 60 "):
+        pass
     snapshot(ws)
     expand(ws, CHURN_ADD, CHURN_LENGTHS)
     quiet = {"TORCH_LOGS": "-dynamo", "PYTHONWARNINGS": "ignore"}
