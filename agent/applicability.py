@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from agent.claims import AtMost, Claim, ClaimVerdict, Ref, check
 from agent.facts import Fact, Ledger, latest
 from agent.hypotheses import Hypothesis, status_of
+from tools.parsers.signatures import COMPILER, console_path
 
 # The families that need the run to compile.
 COMPILE_FAMILIES = frozenset(
@@ -31,17 +32,6 @@ COMPILE_FAMILIES = frozenset(
         "compile_cache_cold",
         "limit_not_applied",
     }
-)
-# Console signatures (tools.parsers.stdoutlog) that only torch's compiler prints.
-COMPILER_SIGNATURES = (
-    "fx_nested_trace",
-    "recompile_limit",
-    "eager_fallback",
-    "flex_eager",
-    "fx_check_patch",
-    "recompile",
-    "inductor_error",
-    "keyerror_custom",
 )
 
 
@@ -55,7 +45,7 @@ class NotApplicable(BaseModel):
     verdicts: tuple[ClaimVerdict, ...] = ()
 
 
-def _absent(fact: Fact, path: tuple[str, ...], label: str) -> Claim:
+def _absent(fact: Fact, path: tuple[str | int, ...], label: str) -> Claim:
     return Claim(predicate=AtMost(a=Ref(fact=fact.id, path=path, label=label), value=0))
 
 
@@ -71,8 +61,8 @@ def compile_absent_claims(ledger: Ledger, fact_ids: Sequence[str]) -> tuple[Clai
         _absent(scripts, ("unread",), "workspace scripts that could not be read"),
     ]
     claims += [
-        _absent(console, ("signatures", sig, "count"), f"console lines of torch's compiler ({sig})")
-        for sig in COMPILER_SIGNATURES
+        _absent(console, console_path(sig, "count"), f"console lines of torch's compiler ({sig})")
+        for sig in COMPILER
     ]
     return tuple(claims)
 

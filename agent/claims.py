@@ -12,7 +12,6 @@ nothing, cites a fact the ledger does not hold, or points at a value that is not
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent.facts import Fact, Ledger
 from agent.versions import difference
+from tools.figures import finite_number
 
 PathPart = str | int
 
@@ -217,11 +217,6 @@ class ClaimVerdict(BaseModel):
     cites: tuple[str, ...]
 
 
-# The name sessions paused before the rename stored in their checkpoints
-# (agent.graph.CHECKPOINT_TYPES): kept so that they still resume. Remove in 0.3.
-Verdict = ClaimVerdict
-
-
 def unshown(text: str, cites: Sequence[str]) -> list[str]:
     """The fact ids of ``cites`` that ``text`` does not name yet. A claim's sentence names
     its facts inline (``= 2 [F-fc80]``); a cited line adds only the others, once. The one
@@ -265,18 +260,6 @@ def resolve(fact: Fact, path: Sequence[PathPart]) -> object:
 
 def _truthy(value: object) -> bool:
     return value not in (False, 0, 0.0, "", [], {})
-
-
-def _number(value: object) -> float | None:
-    """``value`` as a float, or None when it is no usable number: not a number, or one
-    no float holds finite (a 400-digit integer a file recorded, an inf)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def check(claim: Claim, ledger: Ledger) -> ClaimVerdict:
@@ -333,7 +316,7 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
-        if _number(value) is None or abs(value) >= 10**24:
+        if finite_number(value) is None or abs(value) >= 10**24:
             return _huge(value)
         return f"{value:,}"
     if isinstance(value, str):
@@ -401,14 +384,14 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         verb = "matches" if found else "does not match"
         return found, f"{_shown(pred.a, values)} {verb} /{pred.pattern}/"
     if isinstance(pred, AtLeast | AtMost):
-        number = _number(values[pred.a])
+        number = finite_number(values[pred.a])
         if number is None:
             return None, f"{pred.a.show()} [{pred.a.fact}] is not a number"
         ok = number >= pred.value if isinstance(pred, AtLeast) else number <= pred.value
         rel = ("≥" if ok else "<") if isinstance(pred, AtLeast) else ("≤" if ok else ">")
         return ok, f"{_shown(pred.a, values)} {rel} {_fmt(pred.value)}"
     if isinstance(pred, RatioBelow | RatioAtLeast):
-        num, den = _number(values[pred.a]), _number(values[pred.b])
+        num, den = finite_number(values[pred.a]), finite_number(values[pred.b])
         if num is None or den is None or den == 0:
             return None, f"{pred.a.show()} / {pred.b.show()} is not a ratio of numbers"
         ratio = num / den
@@ -417,13 +400,13 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         a, b = _shown(pred.a, values), _shown(pred.b, values)
         return ok, f"{a} is {ratio:.2f}× {b} ({rel} {pred.ratio:g}×)"
     if isinstance(pred, Greater):
-        left, right = _number(values[pred.a]), _number(values[pred.b])
+        left, right = finite_number(values[pred.a]), finite_number(values[pred.b])
         if left is None or right is None:
             return None, f"{pred.a.show()} or {pred.b.show()} is not a number"
         rel = ">" if left > right else "≤"
         return left > right, f"{_shown(pred.a, values)} {rel} {_shown(pred.b, values)}"
     if isinstance(pred, NotBefore):
-        left, right = _number(values[pred.a]), _number(values[pred.b])
+        left, right = finite_number(values[pred.a]), finite_number(values[pred.b])
         if left is None or right is None:
             return None, f"{pred.a.show()} or {pred.b.show()} is not a step"
         rel = "not before" if left >= right else "before"
@@ -452,7 +435,7 @@ def window_series(
             continue
         fresh = False
         for p, path in enumerate(series):
-            n = _number(_at(window, path))
+            n = finite_number(_at(window, path))
             if n is not None and n > 0:
                 latest[p] = n
                 fresh = True
@@ -461,8 +444,8 @@ def window_series(
                 (
                     i,
                     sum(latest.values()),
-                    _number(window.get("first_step")),
-                    _number(window.get("last_step")),
+                    finite_number(window.get("first_step")),
+                    finite_number(window.get("last_step")),
                 )
             )
     return out

@@ -37,9 +37,10 @@ from agent.session import Session
 from agent.session_config import SessionConfig
 from agent.state import DiagnosisState, FixOutcome
 from playbooks import LockWarmup, TrainerSite
-from playbooks.base import FX_ERROR, FixPlan
+from playbooks.base import FixPlan
 from playbooks.site import site as trainer_site
 from tools.errors import UsageError
+from tools.parsers.signatures import FX_ERROR_TEXT
 from tools.sweep import SweepSpec
 
 if TYPE_CHECKING:
@@ -262,7 +263,7 @@ def _break(code: int, stdout_log: Path, offset: int) -> Break:
     with stdout_log.open("rb") as fh:
         fh.seek(offset)
         lines = fh.read().decode(errors="replace").splitlines()
-    fx = next((line.strip() for line in lines if FX_ERROR in line), None)
+    fx = next((line.strip() for line in lines if FX_ERROR_TEXT in line), None)
     other = next((line.strip() for line in lines if TRACER_NAME_ERROR in line), None)
     return Break(code, fx, other)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from agent.facts import Fact, Ledger
 from tools.carry import carry_py_spy, local_py_spy
+from tools.errors import WorkspaceMissing
 from tools.log import get_logger
 from tools.sweep import ProbeResult, SweepResult, SweepSpec, build_plan, sweep
 from tools.text import model_json
@@ -96,6 +97,12 @@ class SweepGatherer:
             )
             result = self.run_sweep(keyed, self.spec, only=probes)
             facts = self._file(result)
+            missing = missing_workspace(result, self.spec)
+            if missing is not None:
+                raise WorkspaceMissing(
+                    f"--workspace {self.spec.workspace}: not a directory on the target"
+                    f" ({missing}); give the trainer's own directory"
+                )
             if self.carry and _wants_py_spy(result):
                 facts += self._live_with_carried_py_spy()
             return facts
@@ -134,6 +141,21 @@ class SweepGatherer:
             failed = carried.remove()
             if failed is not None:
                 log.warning("py_spy_not_removed", why=failed)
+
+
+def missing_workspace(result: SweepResult, spec: SweepSpec) -> str | None:
+    """What the layout probe said when the workspace itself is missing or no directory
+    on the target (every probe of the trainer's files would find nothing there)."""
+    for probe in result.results:
+        error = probe.error
+        if (
+            probe.probe == "layout"
+            and error is not None
+            and error.kind in ("not_found", "not_a_directory")
+            and error.path == spec.workspace
+        ):
+            return error.message
+    return None
 
 
 def _wants_py_spy(result: SweepResult) -> bool:

@@ -41,8 +41,6 @@ CHECKPOINT_TYPES = [
     ("agent.hypotheses", "Prediction"),
     ("agent.claims", "Claim"),
     ("agent.claims", "ClaimVerdict"),
-    # Renamed in 0.2 (it was agent.claims.Verdict): old paused sessions name it so.
-    ("agent.claims", "Verdict"),
     ("agent.claims", "Ref"),
     *[("agent.claims", cls.__name__) for cls in PREDICATES],
     ("agent.baseline", "DiffEntry"),

@@ -13,9 +13,9 @@ true if the hypothesis were, that no fact checked yet; the report shows them as 
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent.claims import Claim, ClaimVerdict, check
 from agent.facts import Ledger
@@ -76,7 +76,6 @@ class Hypothesis(BaseModel):
     kind: Kind
     claims: tuple[Claim, ...]
     predictions: tuple[Prediction, ...] = ()
-    unlocks: tuple[str, ...] = ()
     status: Status = "untested"
     verdicts: tuple[ClaimVerdict, ...] = ()
     # Who proposed it: "rule" or "llm:<model>". The checker does not care; readers do.
@@ -95,6 +94,16 @@ class Hypothesis(BaseModel):
     # verified on a run that shows neither, it says what the run does, not what is wrong
     # (``agent.symptoms.is_fault``).
     fault_alone: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_retired_fields(cls, data: Any) -> Any:
+        """A hypothesis recorded with ``unlocks`` (a rule's wish, read by nothing and at
+        odds with the playbooks' ``requires``, which say what is offered) reads without
+        it: transcripts and paused sessions written before it went still load."""
+        if isinstance(data, dict) and "unlocks" in data:
+            return {k: v for k, v in data.items() if k != "unlocks"}
+        return data
 
     @property
     def title(self) -> str:

@@ -30,6 +30,8 @@ from typing import Any, Literal, NamedTuple
 from agent.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
 from agent.facts import Fact, Ledger, latest, observed
 from agent.symptoms import Symptom, restart
+from tools.figures import finite_number
+from tools.parsers.signatures import CHECKPOINT_LOAD, RESUME, RUN_SUMMARY, console_path
 
 STALL_FACTOR = 5.0
 STALL_FLOOR = 30.0  # seconds: a checkpoint save or an evaluation pauses a log that long
@@ -40,17 +42,13 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def logging_interval(trainlog: Fact) -> tuple[float, tuple[str, ...], str] | None:
     """The run's own seconds between records, where it is in the fact, and what it is."""
     value = _dict(trainlog.value)
-    spoken = _number(_dict(value.get("speed")).get("median_interval_s"))
+    spoken = finite_number(_dict(value.get("speed")).get("median_interval_s"))
     if spoken is not None and spoken > 0:
         return spoken, ("speed", "median_interval_s"), "median seconds between its records"
-    stamped = _number(_dict(value.get("time")).get("median_interval_s"))
+    stamped = finite_number(_dict(value.get("time")).get("median_interval_s"))
     if stamped is not None and stamped > 0:
         return stamped, ("time", "median_interval_s"), "median seconds between its timestamps"
     return None
@@ -120,12 +118,13 @@ class _Quiet(NamedTuple):
         others): a console that went on after it (a Trainer's checkpoint state) knows
         later steps."""
         mtime = {
-            id(f): _number(_dict(_dict(f.value).get("file")).get("mtime")) for f, _, _ in self.logs
+            id(f): finite_number(_dict(_dict(f.value).get("file")).get("mtime"))
+            for f, _, _ in self.logs
         }
         own = mtime.get(id(self.trainlog))
         if own is None or any(m is not None and m > own for m in mtime.values()):
             return None
-        return _number(_dict(_dict(self.trainlog.value).get("steps")).get("max"))
+        return finite_number(_dict(_dict(self.trainlog.value).get("steps")).get("max"))
 
     def symptom(self, kind: Literal["stalled", "stopped"], tail: str, more: list[Claim]) -> Symptom:
         """The symptom: the logs' quiet and its threshold's interval, then ``more``."""
@@ -163,7 +162,7 @@ def _quiet(ledger: Ledger, fact_ids: Sequence[str]) -> _Quiet | None:
     logs: list[tuple[Fact, float, str]] = []
     for probe, name in (("trainlog", "train log"), ("stdoutlog", "console log")):
         fact = observed(latest(ledger, fact_ids, probe))
-        age = _number(_dict(_dict(fact.value).get("file")).get("age_s")) if fact else None
+        age = finite_number(_dict(_dict(fact.value).get("file")).get("age_s")) if fact else None
         if fact is not None and age is not None:
             logs.append((fact, age, name))
     if not logs or min(age for _, age, _ in logs) < threshold:
@@ -224,31 +223,31 @@ def stopped(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
 
 def _said_resumed(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     """A line that says the run resumed, dated by the step printed before it."""
-    sig = _dict(signatures.get("resume"))
+    sig = _dict(signatures.get(RESUME))
     count = sig.get("count")
     if not isinstance(count, int) or count < 1:
         return None
     said = str(sig.get("first") or "")[:160]
     return restart(
         console,
-        ("signatures", "resume", "count"),
+        console_path(RESUME, "count"),
         "console lines that say the run resumed",
         1,
         f"the console says so at line {sig.get('first_line')}: {said!r}",
-        _number(_dict(sig.get("first_after_step")).get("step")),
+        finite_number(_dict(sig.get("first_after_step")).get("step")),
     )
 
 
 def _reloaded(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     """A checkpoint loaded after the console printed a step: the run went back to it."""
-    midrun = _dict(_dict(signatures.get("checkpoint_load")).get("first_midrun"))
-    step = _number(_dict(midrun.get("after_step")).get("step"))
+    midrun = _dict(_dict(signatures.get(CHECKPOINT_LOAD)).get("first_midrun"))
+    step = finite_number(_dict(midrun.get("after_step")).get("step"))
     if step is None:
         return None
     said = str(midrun.get("text") or "")[:160]
     return restart(
         console,
-        ("signatures", "checkpoint_load", "first_midrun", "after_step", "step"),
+        console_path(CHECKPOINT_LOAD, "first_midrun", "after_step", "step"),
         "the step the console printed before it loaded a checkpoint",
         0,
         f"the console loaded a checkpoint after step {step:g}, at line {midrun.get('line')}:"
@@ -260,13 +259,13 @@ def _reloaded(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
 def _trained_again(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     """Trainer's summary printed more than once: its train() ran again in this console
     (a resume, or a script that trains twice), each call a segment of its own."""
-    sig = _dict(signatures.get("run_summary"))
+    sig = _dict(signatures.get(RUN_SUMMARY))
     count = sig.get("count")
     if not isinstance(count, int) or count < 2:
         return None
     return restart(
         console,
-        ("signatures", "run_summary", "count"),
+        console_path(RUN_SUMMARY, "count"),
         "summaries of a train() call on the console",
         2,
         f"the console holds {count} summaries of Trainer's train() calls, the first at"
@@ -312,14 +311,14 @@ def restarted_process(
     processes = observed(latest(ledger, fact_ids, "processes"))
     if trainlog is None or processes is None:
         return None
-    first = _number(_dict(_dict(trainlog.value).get("time")).get("first"))
+    first = finite_number(_dict(_dict(trainlog.value).get("time")).get("first"))
     if first is None or first < EPOCH_FLOOR:
         return None
     value = _dict(processes.value)
     working = {_dict(w).get("pid") for w in value.get("in_workspace") or []}
     for i, proc in enumerate(value.get("processes") or []):
         proc = _dict(proc)
-        started = _number(proc.get("start_time"))
+        started = finite_number(proc.get("start_time"))
         if proc.get("pid") not in working or started is None or started <= first + START_SLACK:
             continue
         pid = proc.get("pid")

@@ -122,7 +122,7 @@ class DiagnosisState(BaseModel):
     offered: list[str] = Field(default_factory=list)
     offered_for: dict[str, list[str]] = Field(default_factory=dict)
     """Per verified kind, the playbooks whose own ``requires`` name it: the one source
-    of what a hypothesis unlocks (a rule's ``unlocks`` is only its wish)."""
+    of what a hypothesis unlocks."""
     plan: FixPlan | None = None
     approved: bool | None = None
     approved_by: str = ""

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from agent.baseline import Comparable, DiffEntry
 from agent.claims import MISSING, resolve
 from agent.facts import Fact
+from tools.figures import finite_number
 
 __all__ = ["PRIMARY_KEYS", "Subject", "primary_entry", "subject", "throughput_comparables"]
 
@@ -48,10 +49,6 @@ class Subject:
     early: tuple[str | int, ...]  # the log's own early-window baseline
     last_step: tuple[str | int, ...]
     members: tuple[str, ...]  # the series inside an aggregate (empty: one series)
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _one(key: str, group: str, who: str, records: object = None) -> Subject:
@@ -103,7 +100,7 @@ def subject(fact: Fact | None) -> Subject | None:
             found = _aggregate(LOG_KEY, "all", names, "")
     else:
         found = _speed(fact)
-    return found if _number(resolve(fact, found.path)) else None
+    return found if finite_number(resolve(fact, found.path)) is not None else None
 
 
 def _speed(fact: Fact) -> Subject:
@@ -145,7 +142,9 @@ def throughput_comparables(
         return []
     derived: tuple[str, tuple[str | int, ...]] = ("trainlog", found.early)
     baseline_is = "the early windows' median"
-    checkpoint_says = checkpoints is not None and _number(resolve(checkpoints, recorded))
+    checkpoint_says = (
+        checkpoints is not None and finite_number(resolve(checkpoints, recorded)) is not None
+    )
     if checkpoint_says and not found.members and found.key == DRAFTER_KEY:
         derived = ("checkpoints", recorded)
         baseline_is = "what the newest checkpoint recorded"

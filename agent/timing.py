@@ -25,26 +25,28 @@ from agent.claims import MISSING, Claim, NotBefore, Ref, check, resolve
 from agent.facts import Fact, Ledger, latest, observed
 from agent.hypotheses import Hypothesis
 from agent.symptoms import Symptom
+from tools.parsers import signatures as ids
+from tools.parsers.signatures import console_path
 
 # The console-log signatures whose first hit dates each family's evidence.
 EVENTS: dict[str, tuple[str, ...]] = {
-    "fx_trace_race": ("fx_nested_trace",),
-    "ineffective_monkeypatch": ("fx_nested_trace",),
-    "silent_eager_fallback": ("eager_fallback", "flex_eager", "recompile_limit"),
-    "dataset_shape_churn": ("recompile", "recompile_limit"),
-    "limit_not_applied": ("recompile_limit",),
+    "fx_trace_race": (ids.FX_NESTED_TRACE,),
+    "ineffective_monkeypatch": (ids.FX_NESTED_TRACE,),
+    "silent_eager_fallback": (ids.EAGER_FALLBACK, ids.FLEX_EAGER, ids.RECOMPILE_LIMIT),
+    "dataset_shape_churn": (ids.RECOMPILE, ids.RECOMPILE_LIMIT),
+    "limit_not_applied": (ids.RECOMPILE_LIMIT,),
     "crash_stated": (
-        "cuda_oom",
-        "collective_timeout",
-        "nccl_error",
-        "cuda_error",
-        "inductor_error",
-        "killed",
-        "cpp_terminate",
+        ids.CUDA_OOM,
+        ids.COLLECTIVE_TIMEOUT,
+        ids.NCCL_ERROR,
+        ids.CUDA_ERROR,
+        ids.INDUCTOR_ERROR,
+        ids.KILLED,
+        ids.CPP_TERMINATE,
     ),
 }
 # Lines shown around the change whichever family is open: a resume, the data loaded.
-CONTEXT = ("resume", "dataset_size")
+CONTEXT = (ids.RESUME, ids.DATASET_SIZE)
 MAX_CONTEXT_LINES = 8
 
 
@@ -65,13 +67,13 @@ def subject_drop(symptoms: Sequence[Symptom]) -> Symptom | None:
 
 def _event_claims(kind: str, log: Fact | None, began: Ref) -> Iterator[Claim]:
     for sig in EVENTS.get(kind, ()):
-        count = resolve(log, ("signatures", sig, "count")) if log is not None else MISSING
+        count = resolve(log, console_path(sig, "count")) if log is not None else MISSING
         if isinstance(count, int) and count > 0 and log is not None:
             yield Claim(
                 predicate=NotBefore(
                     a=Ref(
                         fact=log.id,
-                        path=("signatures", sig, "first_after_step", "step"),
+                        path=console_path(sig, "first_after_step", "step"),
                         label=f"the step printed before the first {sig} line",
                     ),
                     b=began,
@@ -167,7 +169,7 @@ def context_lines(
     wanted = list(CONTEXT) + sorted({sig for sigs in EVENTS.values() for sig in sigs})
     hits = []
     for sig in wanted:
-        hit = resolve(log, ("signatures", sig))
+        hit = resolve(log, console_path(sig))
         if isinstance(hit, dict) and isinstance(hit.get("count"), int) and hit["count"] > 0:
             line = hit.get("first_line")
             hits.append((line if isinstance(line, int) else 1 << 62, sig, hit))
@@ -225,7 +227,7 @@ def crash_lines(ledger: Ledger, fact_ids: Sequence[str]) -> list[tuple[str, list
             parts.append(f"ended thread{'s' if len(threads) != 1 else ''} {', '.join(threads)}")
         if ends_log:
             parts.append(f"the log ends {cause['lines_after']:,} line(s) after its last")
-        dated = resolve(log, ("signatures", key, "first_after_step", "step"))
+        dated = resolve(log, console_path(key, "first_after_step", "step"))
         if isinstance(dated, int | float):
             parts.append(f"after step {dated:,.0f} was printed")
         out.append(("; ".join(parts), [log.id]))

@@ -39,15 +39,14 @@ from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_
 from playbooks.remote import Remote
 from tools.errors import ApplyError, ApplyRefused
 from tools.parsers import stdoutlog
+from tools.parsers.signatures import FX_NESTED_TRACE
 from tools.parsers.trainlog import summarize_log
 from tools.probes import applies  # the doctor's own files on a target, named once
-
-FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
 
 @dataclass(frozen=True)
 class Recurrence:
-    """The console-log signature (an id of ``tools.parsers.stdoutlog.SIGNATURES``, or of a
+    """The console-log signature (an id of ``tools.parsers.signatures.SIGNATURES``, or of a
     profile's ``extra_signatures``) whose hits in the restarted trainer's new log lines
     mean the fault a playbook answers is still there, and what to call it in a sentence.
     By id, not by text: the verification reads the new lines with the parser the
@@ -57,7 +56,7 @@ class Recurrence:
     label: str
 
 
-FX_TRACE = Recurrence("fx_nested_trace", "FX-trace error")
+FX_TRACE = Recurrence(FX_NESTED_TRACE, "FX-trace error")
 
 
 class FileChange(BaseModel):

@@ -40,9 +40,10 @@ from playbooks.launch import exec_dir, exec_words, trainer_script, with_flag
 from playbooks.remote import Remote
 from playbooks.startup_hook import LIMIT_ENV, hook_changes
 from tools.errors import ApplyError
+from tools.parsers.signatures import RECOMPILE_LIMIT
 from tools.sweep import SweepSpec, sweep
 
-WARNING = Recurrence("recompile_limit", "recompile-limit warning")
+WARNING = Recurrence(RECOMPILE_LIMIT, "recompile-limit warning")
 # A trainer's own option for the limit, as its code spells it (``--recompile-limit``,
 # ``--dynamo-cache-size-limit``), and a config key for it (``compile.recompile_limit``).
 FLAG = r"--[A-Za-z0-9_-]*(?:recompile|cache[-_]size)[-_]limit"
@@ -193,7 +194,7 @@ def _distinct_lengths(value: dict[str, Any]) -> tuple[int, str]:
 
 def _limit_hit(value: dict[str, Any], path: str) -> int:
     """The limit torch reported in its last recompile-limit warning."""
-    found = value.get("signatures", {}).get("recompile_limit", {})
+    found = value.get("signatures", {}).get(RECOMPILE_LIMIT, {})
     match = _LIMIT.search(str(found.get("last") or ""))
     if not found.get("count") or match is None:
         raise ApplyError(

@@ -47,6 +47,11 @@ class ConfigError(UsageError):
     pass
 
 
+class WorkspaceMissing(UsageError):
+    """The workspace the command was given is not a directory on the target: nothing of
+    the trainer's could be looked at, so nothing is judged."""
+
+
 class TransportError(DoctorError):
     """A command could not be carried to or back from the target."""
 

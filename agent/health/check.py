@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import math
 import shlex
 import threading
 import time
@@ -55,6 +54,7 @@ from agent.state import DiagnosisState
 from agent.symptoms import Symptom, broken, is_fault, observed_healthy
 from agent.throughput import primary_entry, subject
 from tools.errors import DoctorError, TransportError
+from tools.figures import finite_number
 from tools.log import get_logger
 from tools.parsers.trainlog import EARLY_WHY
 from tools.sweep import Plan, SweepSpec, build_plan, render, sweep
@@ -527,7 +527,7 @@ def _throughput_check(
 
 
 def _value(ledger: Ledger, ref: Ref) -> float | None:
-    return _number(resolve(ledger.get(ref.fact), ref.path)) if ref.fact in ledger else None
+    return finite_number(resolve(ledger.get(ref.fact), ref.path)) if ref.fact in ledger else None
 
 
 def _drops(state: DiagnosisState) -> list[Symptom]:
@@ -710,12 +710,6 @@ def _family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
     return checks
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def _metrics(ledger: Ledger, state: DiagnosisState, judged: Judged | None) -> dict[str, Metric]:
     """The figures every output prints. tokens/s and the baseline's are ``judged``'s when
     the throughput was judged: what the verdict followed from, never another reading."""
@@ -741,11 +735,11 @@ def _metrics(ledger: Ledger, state: DiagnosisState, judged: Judged | None) -> di
             ),
             ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
         ):
-            value = _number(resolve(trainlog, path))
+            value = finite_number(resolve(trainlog, path))
             if value is not None and key not in out:
                 out[key] = Metric(value=value, cites=[trainlog.id], label=label)
-        last = _number(resolve(trainlog, ("time", "last")))
-        now = _number(resolve(host, ("now",))) if host is not None else None
+        last = finite_number(resolve(trainlog, ("time", "last")))
+        now = finite_number(resolve(host, ("now",))) if host is not None else None
         if last is not None and now is not None and host is not None:
             out["last_step_age_s"] = Metric(
                 value=round(now - last, 3),

@@ -26,22 +26,22 @@ from agent.claims import AtLeast, AtMost, Claim, Exists, Matches
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, has, ref
-from tools.parsers.stdoutlog import SIGNATURES
+from tools.parsers.signatures import COLLECTIVE_TIMEOUT, CUDA_OOM, FX_NESTED_TRACE, SIGNATURES
 
 CAUSES = ("exception_causes",)
 # What the FX-race family cites; a crash by it is that family's answer.
-RACE_EVIDENCE = frozenset({"fx_nested_trace"})
+RACE_EVIDENCE = frozenset({FX_NESTED_TRACE})
 # Lines a launcher or the C++ runtime prints after the exception that ended a run:
 # torchrun's failure summary, a C++ exception's stack frames, a shell's "Aborted".
 EPILOGUE_LINES = 100
 _PATTERN = {sig.id: sig.pattern for sig in SIGNATURES}
 _WHAT_NEXT: dict[str, Prediction] = {
-    "cuda_oom": Prediction(
+    CUDA_OOM: Prediction(
         expect="the memory asked for grew (batch, sequence length, model) or another "
         "process held the GPU's memory",
         probe="gpus",
     ),
-    "collective_timeout": Prediction(
+    COLLECTIVE_TIMEOUT: Prediction(
         expect="another rank stalled or died before this one's collective timed out "
         "(its own log shows the first exception)",
         probe="stdoutlog of every rank",
@@ -76,7 +76,7 @@ class CrashStated:
             ]
         behind = _timed_out_work(log) + _fell_behind(evidence.latest("flight_recorder"))
         return [
-            self._one(log, key, record, behind if key == "collective_timeout" else [])
+            self._one(log, key, record, behind if key == COLLECTIVE_TIMEOUT else [])
             for key, record in causes.items()
             if key not in RACE_EVIDENCE and isinstance(record, dict)
         ]

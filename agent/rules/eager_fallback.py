@@ -13,6 +13,13 @@ from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref, trace_words
 from agent.rules.live_threads import SHARE, as_dict, doing, processes, who
 from agent.throughput import primary_entry
+from tools.parsers.signatures import (
+    EAGER_FALLBACK,
+    FLEX_EAGER,
+    FX_NESTED_TRACE,
+    RECOMPILE_LIMIT,
+    console_path,
+)
 
 # Slower than the baseline, not "under half" of it. The incident's run fell to 0.34 (4.3
 # of 12.8 Ktok/s, on GPUs). The reference trainer (CPU) past its recompile limit measured
@@ -45,7 +52,7 @@ class SilentEagerFallback:
             Claim(
                 predicate=AtMost(
                     a=ref(
-                        log, "signatures", "fx_nested_trace", "count", label="FX-trace error lines"
+                        log, *console_path(FX_NESTED_TRACE, "count"), label="FX-trace error lines"
                     ),
                     value=0,
                 )
@@ -60,9 +67,7 @@ class SilentEagerFallback:
                     predicate=AtLeast(
                         a=ref(
                             log,
-                            "signatures",
-                            "recompile_limit",
-                            "count",
+                            *console_path(RECOMPILE_LIMIT, "count"),
                             label="recompile-limit warnings",
                         ),
                         value=1,
@@ -74,18 +79,9 @@ class SilentEagerFallback:
             Hypothesis(
                 kind="silent_eager_fallback",
                 claims=tuple(claims),
-                unlocks=self._fixes(evidence),
                 weight=2,
             )
         ]
-
-    def _fixes(self, evidence: Evidence) -> tuple[str, ...]:
-        """Past the recompile limit, raising it is the fix; eager on a nested FX trace is
-        the race running silently, which the lock removes."""
-        limit = evidence.value("stdoutlog", "signatures", "recompile_limit", "count")
-        if isinstance(limit, int) and limit > 0:
-            return ("recompile-limit",)
-        return ("lock-warmup",)
 
     def _eager_signals(self, evidence: Evidence) -> list[Claim]:
         """Every sign found that compiled code is not what runs, each one a claim."""
@@ -93,16 +89,16 @@ class SilentEagerFallback:
         assert log is not None
         found = []
         for name, label in (
-            ("recompile_limit", "recompile-limit warnings"),
-            ("eager_fallback", "eager-fallback messages"),
-            ("flex_eager", "uncompiled flex_attention warnings"),
+            (RECOMPILE_LIMIT, "recompile-limit warnings"),
+            (EAGER_FALLBACK, "eager-fallback messages"),
+            (FLEX_EAGER, "uncompiled flex_attention warnings"),
         ):
-            count = evidence.value("stdoutlog", "signatures", name, "count")
+            count = evidence.value("stdoutlog", *console_path(name, "count"))
             if isinstance(count, int) and count > 0:
                 found.append(
                     Claim(
                         predicate=AtLeast(
-                            a=ref(log, "signatures", name, "count", label=label), value=1
+                            a=ref(log, *console_path(name, "count"), label=label), value=1
                         )
                     )
                 )

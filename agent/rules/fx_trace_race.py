@@ -16,8 +16,12 @@ from agent.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, binds_check_at_wrap, has, ref
 from agent.rules.live_threads import as_dict, processes
-
-FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
+from tools.parsers.signatures import (
+    FX_ERROR_TEXT,
+    FX_NESTED_TRACE,
+    THREAD_EXCEPTION,
+    console_path,
+)
 
 
 class FxTraceRace:
@@ -29,7 +33,7 @@ class FxTraceRace:
         source = evidence.latest("torch_source")
         if log is None:
             return []
-        sig = ("signatures", "fx_nested_trace")
+        sig = console_path(FX_NESTED_TRACE)
         count = evidence.value("stdoutlog", *sig, "count")
         caught = self._caught(evidence)
         if caught and not (isinstance(count, int) and count > 0):
@@ -47,7 +51,7 @@ class FxTraceRace:
             claims.append(
                 Claim(
                     predicate=Contains(
-                        a=ref(log, *sig, "first", label="first FX-trace error"), item=FX_ERROR
+                        a=ref(log, *sig, "first", label="first FX-trace error"), item=FX_ERROR_TEXT
                     )
                 )
             )
@@ -56,9 +60,7 @@ class FxTraceRace:
                     predicate=AtLeast(
                         a=ref(
                             log,
-                            "signatures",
-                            "thread_exception",
-                            "count",
+                            *console_path(THREAD_EXCEPTION, "count"),
                             label="exceptions escaping a thread",
                         ),
                         value=1,
@@ -102,7 +104,6 @@ class FxTraceRace:
                 kind="fx_trace_race",
                 claims=tuple(claims),
                 predictions=tuple(predictions),
-                unlocks=("lock-warmup", "process-isolation"),
                 weight=weight + 2,
             )
         ]

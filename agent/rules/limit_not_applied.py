@@ -21,10 +21,11 @@ from agent.claims import Claim, Differs, Equal, Exists, Matches
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
+from tools.parsers.signatures import RECOMPILE_LIMIT, console_path
 
 LIMITS = ("recompile_limit", "cache_size_limit")  # the per-function limit's two names
 BUILD = ("build",)
-WARNING = ("signatures", "recompile_limit")
+WARNING = console_path(RECOMPILE_LIMIT)
 
 
 def _dict(value: object) -> dict[str, Any]:

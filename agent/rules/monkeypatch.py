@@ -14,9 +14,10 @@ from agent.claims import AtLeast, Claim, Greater
 from agent.facts import Fact
 from agent.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, binds_check_at_wrap, ref
+from tools.parsers.signatures import FX_CHECK_PATCH, FX_NESTED_TRACE, console_path
 
-FX = ("signatures", "fx_nested_trace")
-ANNOUNCED = ("signatures", "fx_check_patch")
+FX = console_path(FX_NESTED_TRACE)
+ANNOUNCED = console_path(FX_CHECK_PATCH)
 
 
 class IneffectiveMonkeypatch:
@@ -96,6 +97,5 @@ class IneffectiveMonkeypatch:
         return Hypothesis(
             kind="ineffective_monkeypatch",
             claims=claims,
-            unlocks=("lock-warmup", "process-isolation"),
             weight=2,
         )

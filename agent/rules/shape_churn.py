@@ -67,7 +67,6 @@ class DatasetShapeChurn:
                             probe="stdoutlog with TORCH_LOGS=recompiles",
                         ),
                     ),
-                    unlocks=("lock-warmup", "recompile-limit"),
                 )
             )
         return out
@@ -139,7 +138,6 @@ def _from_torch_logs(evidence: Evidence) -> list[Hypothesis]:
                     probe="stdoutlog with TORCH_LOGS=recompiles",
                 ),
             ),
-            unlocks=("recompile-limit",),
             fault_alone=False,
         )
     ]
@@ -197,7 +195,6 @@ def _from_torch_trace(evidence: Evidence) -> list[Hypothesis]:
                             probe="torch_trace",
                         ),
                     ),
-                    unlocks=("recompile-limit",),
                     fault_alone=False,
                 )
             ]

@@ -33,8 +33,7 @@ from agent.claims import (
 from agent.facts import Fact, Ledger
 from agent.versions import difference
 from tests.lib.probe_workspace import train_log_lines, write_pt
-
-FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
+from tests.lib.torch_error_texts import FX_ERROR
 
 
 @pytest.fixture

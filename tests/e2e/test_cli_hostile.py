@@ -348,3 +348,25 @@ def test_every_commands_help_is_shown(command: str, tmp_path: Path) -> None:
 def test_an_unknown_option_is_one_line(tmp_path: Path) -> None:
     refused(run("diagnose", "--no-such-option", tmp=tmp_path), "No such option: --no-such-option")
     refused(run("no-such-command", tmp=tmp_path), "No such command 'no-such-command'")
+
+
+@pytest.mark.parametrize(
+    "command", [["facts"], ["diagnose", "--non-interactive"], ["snapshot", "-n", "x"]]
+)
+@pytest.mark.parametrize("where", ["missing", "a-file"])
+def test_a_workspace_that_is_not_a_directory_is_one_line(
+    command: list[str], where: str, tmp_path: Path
+) -> None:
+    """Issue 25: ``--workspace`` naming nothing (or a file) ran a full sweep of nothing
+    and exited 0. The layout probe's own word stops it: exit 2, naming the path."""
+    ws = tmp_path / where
+    if where == "a-file":
+        ws.write_text("not a workspace\n")
+    result = run(*command, "--target", "local", "--workspace", str(ws), tmp=tmp_path)
+    # Which settings apply is said first, as for every command that reaches a target.
+    said = result.stderr.splitlines()
+    assert said[0].startswith("settings: no profile: local"), said
+    rest = subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout, "\n".join(said[1:])
+    )
+    one_line(rest, f"--workspace {ws}: not a directory on the target")

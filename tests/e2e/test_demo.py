@@ -12,7 +12,7 @@ import pytest
 
 from agent.demo import Break, RunFigure, _fixed
 from agent.state import FixOutcome
-from playbooks.base import FX_ERROR
+from tests.lib.torch_error_texts import FX_ERROR
 
 SCRIPT = Path(sys.executable).with_name("dflash-doctor")
 

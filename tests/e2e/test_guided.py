@@ -22,7 +22,8 @@ from agent.proposer import form_claim, parse_answer
 from agent.rules import default_rules
 from agent.session import app_state
 from tests.lib.cli import SCRIPT
-from tests.lib.workspaces import FX_ERROR, SMALL, Scenario, clone, ready_to_race
+from tests.lib.torch_error_texts import FX_ERROR
+from tests.lib.workspaces import SMALL, Scenario, clone, ready_to_race
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tools.parsers import stdoutlog
-from tools.parsers.stdoutlog import SIGNATURES, compile_signatures
+from tools.parsers.signatures import SIGNATURES
+from tools.parsers.stdoutlog import compile_signatures
 
 FX = (
     "RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized"

@@ -282,7 +282,7 @@ def test_every_playbook_is_verified_by_a_signature_the_console_parser_has() -> N
     console-log parser the diagnosis reads the log with, not a copy of its text."""
     from playbooks import default_playbooks
     from playbooks.base import FX_TRACE
-    from tools.parsers.stdoutlog import SIGNATURES
+    from tools.parsers.signatures import SIGNATURES
 
     ids = {s.id for s in SIGNATURES}
     assert FX_TRACE.id in ids

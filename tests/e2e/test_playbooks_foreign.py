@@ -29,10 +29,11 @@ from typing import Any
 import pytest
 
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
-from playbooks.base import FX_ERROR, FileChange, unified
+from playbooks.base import FileChange, unified
 from playbooks.launch import current, with_flag
 from playbooks.site import running_trainer, site
 from tests.lib.cli import cli
+from tests.lib.torch_error_texts import FX_ERROR
 from tests.lib.venv import make_venv
 from tools.errors import ApplyError
 from tools.sweep import SweepSpec, sweep

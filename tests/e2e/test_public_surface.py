@@ -12,11 +12,9 @@ import sys
 from collections.abc import Iterator
 from typing import get_args
 
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
 import agent
-from agent.claims import ClaimVerdict
 from agent.graph import CHECKPOINT_TYPES
 from agent.state import DiagnosisState
 
@@ -63,24 +61,6 @@ def test_the_apply_error_is_in_the_one_tree() -> None:
 
     assert agent.ApplyError is from_playbooks
     assert issubclass(agent.ApplyError, agent.DoctorError)
-
-
-def test_a_claim_verdict_checkpointed_under_its_old_name_still_loads() -> None:
-    """Sessions paused before ``agent.claims.Verdict`` became ``ClaimVerdict`` stored the
-    old name in their checkpoint; the graph's serializer must still build the model."""
-    verdict = ClaimVerdict(outcome="holds", sentence="step = 690 [F-1a2b]", cites=("F-1a2b",))
-    renamed = ClaimVerdict.__name__
-    ClaimVerdict.__name__ = "Verdict"  # what the previous release wrote
-    try:
-        blob = JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES).dumps_typed(verdict)
-    finally:
-        ClaimVerdict.__name__ = renamed
-    assert b"Verdict" in blob[1] and b"ClaimVerdict" not in blob[1]
-    loaded = JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES).loads_typed(blob)
-    assert loaded == verdict and type(loaded) is ClaimVerdict
-    # Without the old name in the list, the same bytes come back as a bare dict.
-    without = [t for t in CHECKPOINT_TYPES if t != ("agent.claims", "Verdict")]
-    assert type(JsonPlusSerializer(allowed_msgpack_modules=without).loads_typed(blob)) is dict
 
 
 def _models_in(annotation: object) -> Iterator[type[BaseModel]]:

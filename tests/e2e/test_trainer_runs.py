@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from examples.dflash_trainer import dataset
+from tests.lib.torch_error_texts import FX_ERROR
 
 REPO = Path(__file__).resolve().parents[2]
-FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 EAGER_FLEX = "flex_attention called without torch.compile()"
 # torch's Tracer.trace patches torch.nn.Module.__call__ on the class while it traces, so a
 # module another thread calls during a cold compile's trace can land in that tracer. Seen

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.lib.need import need
+from tests.lib.torch_error_texts import FX_ERROR
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
@@ -36,8 +37,6 @@ pytestmark = [
     # torch.compile's first use imports torch.utils.mkldnn, which still uses this.
     pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
 ]
-
-FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 
 
 @pytest.fixture(autouse=True)

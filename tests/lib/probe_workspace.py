@@ -19,10 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-FX_ERROR = (
-    "RuntimeError: Detected that you are using FX to symbolically trace a "
-    "dynamo-optimized function. This is not supported at the moment."
-)
+from tests.lib.torch_error_texts import FX_NESTED_TRACE
 
 
 def write_pt(path: Path, payload: bytes = b"weights") -> None:
@@ -93,7 +90,7 @@ def make_workspace(root: Path) -> Path:
         "2026-01-01 10:00:01 [drafter-1] Traceback (most recent call last):\n"
         '2026-01-01 10:00:01 [drafter-1]   File "train.py", line 3, in run\n'
         "2026-01-01 10:00:01 [drafter-1]     out = flex(q, k, v)\n"
-        f"2026-01-01 10:00:01 [drafter-1] {FX_ERROR}\n"
+        f"2026-01-01 10:00:01 [drafter-1] {FX_NESTED_TRACE}\n"
     )
     (root / "train_dflash.py").write_text(
         "import torch\n"

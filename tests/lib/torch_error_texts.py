@@ -38,12 +38,11 @@ at commit 001074d25084, after 2.11):
 
 from __future__ import annotations
 
-from agent.rules.fx_trace_race import FX_ERROR
-
 __all__ = [
     "BACKEND_COMPILER_FAILED",
     "CUDA_OOM",
     "CUDA_OOM_MESSAGE",
+    "FX_ERROR",
     "FX_NESTED_TRACE",
     "GLOO_TIMEOUT",
     "INDUCTOR_ERROR",
@@ -101,6 +100,8 @@ BACKEND_COMPILER_FAILED = "torch._dynamo.exc.BackendCompilerFailed: backend='ind
 RECOMPILE_LIMIT = "torch._dynamo hit config.recompile_limit (8)"
 RECOMPILE_LIMIT_OLD = "torch._dynamo hit config.cache_size_limit (8)"
 
+# torch/_dynamo/eval_frame.py's message, as 2.13 raises it (test_crash_texts checks it).
+FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 FX_NESTED_TRACE = f"RuntimeError: {FX_ERROR}. This is not supported at the moment."  # eval_frame.py
 
 

@@ -22,12 +22,12 @@ import pytest
 from agent.facts import Fact, Ledger
 from agent.gather import SweepGatherer
 from tests.lib.need import need
+from tests.lib.torch_error_texts import FX_ERROR
 from tools.sweep import SweepSpec
 from tools.transport import LocalTransport
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["--batch-size", "8", "--log-every", "5", "--intra-op-threads", "2"]
-FX_ERROR = "Detected that you are using FX to symbolically trace a dynamo-optimized function"
 SUBMODULE_ERROR = "module is not installed as a submodule"
 
 

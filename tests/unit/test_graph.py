@@ -41,20 +41,17 @@ class RecordingGatherer:
 class CountRule:
     """Verified when probe ``needs`` reports count >= threshold."""
 
-    def __init__(
-        self, kind: Kind, probe: str, threshold: int, unlocks: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, kind: Kind, probe: str, threshold: int) -> None:
         self.kind = kind
         self.needs = frozenset({probe})
         self.probe = probe
         self.threshold = threshold
-        self.unlocks = unlocks
 
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         fact = evidence.latest(self.probe)
         assert fact is not None, "the graph must gather a rule's facts before it runs"
         claim = Claim(predicate=AtLeast(a=Ref(fact=fact.id, path=("count",)), value=self.threshold))
-        return [Hypothesis(kind=self.kind, claims=(claim,), unlocks=self.unlocks)]
+        return [Hypothesis(kind=self.kind, claims=(claim,))]
 
 
 class CountingPlaybook:
@@ -76,7 +73,7 @@ def doctor(values: dict[str, object], **kw: object) -> tuple[Doctor, RecordingGa
     ledger = Ledger()
     gatherer = RecordingGatherer(ledger, values)
     rules = [
-        CountRule("fx_trace_race", "stdout_log", 1, ("lock-warmup",)),
+        CountRule("fx_trace_race", "stdout_log", 1),
         CountRule("checkpoint_integrity", "checkpoints", 1),
     ]
     return Doctor(ledger=ledger, gather=gatherer, rules=rules, **kw), gatherer  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """The report a human reads first: symptoms, then what changed since it worked, then the
 ranked hypotheses; what a hypothesis unlocks is what the playbooks' own ``requires``
-offer, whatever the rule wished."""
+offer."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ def test_symptoms_then_changes_then_hypotheses_and_unlocks_from_the_playbooks() 
         Hypothesis(
             kind="fx_trace_race",
             claims=(Claim(predicate=AtLeast(a=Ref(fact=log.id, path=("count",)), value=1)),),
-            unlocks=("a-playbook-the-rule-wished-for",),
         ),
         ledger,
     )

@@ -6,7 +6,7 @@ shipped inside the probe bundle (stdlib only, Python >= 3.8; see ``tools.sweep``
   restarts, tokens/s and loss per series (device/role), windowed medians, time gaps,
   malformed lines by reason. Its modules are the ``_trainlog`` package.
 - ``stdoutlog.scan(f, extra=...)``: error signatures (the one table,
-  ``stdoutlog.SIGNATURES``) with counts and first/last lines, tracebacks with their
+  ``signatures.SIGNATURES``) with counts and first/last lines, tracebacks with their
   exception and thread, the last lines.
 
 Both take a binary file object; both read a file larger than ``max_scan`` as head

@@ -79,7 +79,7 @@ def _int(digits: str) -> int | float:
         return float(digits)
 
 
-def _number(text: str) -> Any:
+def _parsed_number(text: str) -> Any:
     """``text`` as an int or float when it is one (``1,234`` too), else ``text``."""
     t = text.strip()
     if t.isdigit():
@@ -179,7 +179,7 @@ def _dict_line(msg: str) -> dict[str, Any] | None:
             return None
     if not isinstance(d, dict):
         return None
-    return {str(k): _number(v) if isinstance(v, str) else v for k, v in d.items()}
+    return {str(k): _parsed_number(v) if isinstance(v, str) else v for k, v in d.items()}
 
 
 def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
@@ -197,7 +197,7 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
         for word in m.group(2).split():
             name, sep, value = word.partition(":")
             if sep and name:
-                rec[name] = _number(value)
+                rec[name] = _parsed_number(value)
         shape = "torchtune"
     if rec is None:
         m = _SPECFORGE.match(msg)
@@ -208,13 +208,13 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
             for part in m.group(3).split(","):
                 name, sep, value = part.partition(":")
                 if sep and name.strip():
-                    rec[name.strip().lower()] = _number(value)
+                    rec[name.strip().lower()] = _parsed_number(value)
             shape = "specforge"
     if rec is None:
         rec = _dict_line(msg)
         shape = "dict" if rec is not None else ""
     if rec is None:
-        pairs = {p.group("k"): _number(p.group("v")) for p in _PAIR.finditer(msg)}
+        pairs = {p.group("k"): _parsed_number(p.group("v")) for p in _PAIR.finditer(msg)}
         lead = _LEAD_STEP.match(msg)
         if lead and "step" not in pairs:
             pairs = {"step": _int(lead.group(1)), **pairs}
@@ -278,7 +278,7 @@ def parse_csv_row(raw: str, header: list[str]) -> dict[str, Any] | None:
     row = _csv_row(raw)
     if len(row) != len(header):
         return None
-    return {k: _number(v) for k, v in zip(header, row) if v != ""}
+    return {k: _parsed_number(v) for k, v in zip(header, row) if v != ""}
 
 
 # ``Trainer.train`` ends ``log_history`` with a summary of the run (``train_loss``,

@@ -2,9 +2,10 @@
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
-Every signature lives in ``SIGNATURES``, one row each: an id the rules cite, a regex
-(bytes, multiline), and what a hit means. Add a row to teach the doctor a new failure;
-a target profile can add rows of its own (``extra`` in ``scan``). For each signature the
+Every signature is a row of ``signatures.SIGNATURES`` (the one source of their ids and
+of torch's texts): an id the rules cite, a regex (bytes, multiline), and what a hit
+means. Add a row there to teach the doctor a new failure; a target profile can add rows
+of its own (``extra`` in ``scan``). For each signature the
 scan reports how often it hit, the first and last line numbers, and the first and last
 matching lines. Python tracebacks are followed to their final exception line and tied
 to the thread that raised them (``Exception in thread NAME:`` just before).
@@ -36,199 +37,28 @@ import os
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from ._bars import Bars
 from ._bounded import Budget, Overran
 from ._lines import LineReader, plan_ranges
 from ._torchlogs import TorchLogs
-
-__all__ = ["SIGNATURES", "Signature", "scan"]
-
-
-class Signature(NamedTuple):
-    """One row: ``needles`` are plain substrings, at least one of which every match
-    contains; the scan finds them with ``bytes.find`` (GB/s) and runs the regex only on
-    the lines they land in. A row without needles is searched with its regex alone
-    (slower, fine for a profile's one or two extra rows)."""
-
-    id: str
-    pattern: str
-    means: str
-    needles: tuple[str, ...] = ()
-
-
-SIGNATURES: Sequence[Signature] = (
-    Signature(
-        "fx_nested_trace",
-        r"Detected that you are using FX to symbolically trace a dynamo-optimized function",
-        "a compiled function was called while an FX trace was active in the process "
-        "(another thread compiling, or a real nested trace): it raised, or ran eager when "
-        "error_on_nested_fx_trace is off",
-        ("symbolically trace a dynamo-optimized",),
-    ),
-    Signature(
-        "recompile_limit",
-        r"torch\._dynamo hit config\.(?:accumulated_)?(?:recompile_limit|cache_size_limit)"
-        r"|cache_size_limit reached|exceeded (?:the )?(?:recompile|cache size) limit",
-        "dynamo stopped recompiling a function: it runs eager from then on",
-        ("hit config.", "cache_size_limit reached", "exceeded "),
-    ),
-    Signature(
-        "eager_fallback",
-        r"[Ff]all(?:ing)? back to eager|fallback to eager|[Rr]unning (?:in )?eager mode",
-        "compiled code fell back to eager execution",
-        ("back to eager", "fallback to eager", "eager mode"),
-    ),
-    Signature(
-        "flex_eager",
-        r"flex_attention called without torch\.compile\(\)",
-        "flex_attention ran uncompiled (torch's unfused implementation, which materializes "
-        "the full scores matrix): a compiled call fell back to eager, or flex was never "
-        "compiled",
-        ("flex_attention called without torch.compile",),
-    ),
-    Signature(
-        "fx_check_patch",
-        r"(?:[Pp]atch|[Rr]eplac|[Oo]verrid)\w*\b[^\n]*\bis_fx_symbolic_tracing\b",
-        "a script announced that it patched torch's FX-tracing check is_fx_symbolic_tracing "
-        "(compiled wrappers made before the patch keep the original)",
-        ("is_fx_symbolic_tracing",),
-    ),
-    Signature(
-        "recompile",
-        r"Recompiling function|[Rr]ecompil(?:e|ation) reasons?",
-        "dynamo recompiled a function (new shapes or guards); logged with TORCH_LOGS=recompiles",
-        ("ecompil",),
-    ),
-    Signature(
-        "inductor_error",
-        r"InductorError|BackendCompilerFailed|backend='inductor' raised",
-        "torch.compile's backend (inductor) failed while compiling",
-        ("InductorError", "BackendCompilerFailed", "backend='inductor' raised"),
-    ),
-    Signature(
-        "keyerror_custom",
-        r"KeyError: 'custom'",
-        "KeyError 'custom' seen when threads compile flex_attention concurrently",
-        ("KeyError: 'custom'",),
-    ),
-    Signature(
-        "cuda_oom",
-        r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED",
-        "a GPU ran out of memory",
-        ("out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"),
-    ),
-    Signature(
-        "collective_timeout",
-        # NCCL's watchdog (ProcessGroupNCCL.cpp: "Watchdog caught collective operation
-        # timeout: WorkNCCL(...) ran for N milliseconds before timing out.") and gloo's
-        # transport ("Timed out waiting 1000ms for recv operation to complete").
-        r"Watchdog caught collective operation timeout|ProcessGroupNCCL[^\n]*[Tt]ime ?out"
-        r"|NCCL communicator was aborted|[Cc]ollective operation timeout"
-        r"|gloo[^\n]*Timed out waiting \d+ ?ms for (?:send|recv) operation",
-        "a collective operation timed out (a rank stalled or died)",
-        (
-            "ollective operation timeout",
-            "ProcessGroupNCCL",
-            "NCCL communicator was aborted",
-            "Timed out waiting ",
-        ),
-    ),
-    Signature(
-        "nccl_error",
-        r"NCCL error|nccl(?:UnhandledCuda|System|Internal|InvalidUsage|Remote)Error"
-        r"|DistBackendError",
-        "NCCL reported an error",
-        ("NCCL error", "nccl", "DistBackendError"),
-    ),
-    Signature(
-        "cuda_error",
-        r"CUDA error: |device-side assert triggered|illegal memory access",
-        "a CUDA runtime error",
-        ("CUDA error: ", "device-side assert", "illegal memory access"),
-    ),
-    Signature(
-        "killed",
-        r"(?:^|[\]:] ?)Killed\s*$|Segmentation fault|core dumped|[Ff]atal Python error",
-        "the process died (OOM killer, segfault, fatal interpreter error)",
-        ("Killed", "Segmentation fault", "core dumped", "atal Python error"),
-    ),
-    Signature(
-        "cpp_terminate",
-        r"terminate called after throwing an instance of '[^'\n]*'",
-        "a C++ exception ended the process (libstdc++'s terminate handler; the what() line "
-        "after it is the exception's text)",
-        ("terminate called after throwing",),
-    ),
-    Signature(
-        "exception_ignored",
-        r"Exception ignored (?:in|on|while)\b",
-        "Python reported an exception it ignored (in a __del__, a callback, at shutdown): "
-        "the traceback after it ended nothing",
-        ("Exception ignored ",),
-    ),
-    Signature(
-        "resume",
-        # HF Trainer ("Continuing training from global step 690"), Lightning ("Restoring
-        # states from the checkpoint path at …/epoch=0-step=690.ckpt"), and the many
-        # scripts that print "resuming from <checkpoint>" or "resumed at step N".
-        r"(?i)(?:\bresum(?:e|ed|ing)\b|\brestor(?:e|ed|ing) (?:all )?states?\b"
-        r"|\bcontinuing training from\b)[^\n]*?(?:checkpoint|ckpt|step|epoch|state)",
-        "the run resumed from a checkpoint (a start mid-run)",
-        # Each needle is a pass over the block: a few case-shared stems, not every spelling.
-        ("esum", "estor", "ontinuing training from"),
-    ),
-    Signature(
-        "checkpoint_load",
-        # "Loading model from out/checkpoint-40.", "loaded checkpoint step_600.pt",
-        # "load_checkpoint(...)". Not "Loading checkpoint shards" (a model's weights read
-        # at start, in parts), nor Trainer's "Loading best model from …" at the end. A load
-        # after the console printed a step is a reload mid-run (``first_midrun``): the run
-        # went back to a checkpoint.
-        r"(?i)\bload(?:ed|ing|_checkpoint)?\b(?![^\n]*\bbest\b)"
-        r"[^\n]{0,80}?\b(?:checkpoint|ckpt)(?! shards)\b",
-        "the run loaded a checkpoint (mid-run: it went back to one)",
-        ("oad",),
-    ),
-    Signature(
-        "run_summary",
-        # Trainer prints each train() call's summary as a dict: "{'train_runtime': '12.3',
-        # 'train_samples_per_second': '790.4', 'train_steps_per_second': '98.81', …}".
-        # Its figures are averages over that call (``run_summaries``).
-        # A step's record that carries train_runtime too (tokens seen) has a loss: not one.
-        r"^(?![^\n]*['\"]loss['\"]: )[^\n]*[{,] ?['\"]train_runtime['\"]: ",
-        "Trainer's summary of one train() call (its runtime and average rates)",
-        ("train_runtime",),
-    ),
-    Signature(
-        "dataset_size",
-        # HF Trainer's "  Num examples = 1,000", and "dataset size: N", "loaded N prompts".
-        r"(?i)(?:\bnum(?:ber of)?[ _](?:examples|samples|prompts|sequences)\s*[=:]\s*[0-9]"
-        r"|\bdataset[ _]size\b\s*[=:]?\s*[0-9]"
-        r"|\b(?:loaded|loading|found|read)\s+[0-9][0-9,_]*\s+"
-        r"(?:examples|samples|prompts|sequences)\b)",
-        "the trainer printed how much data it loaded (a dataset-size line)",
-        ("amples", "rompts", "ataset", "equences"),
-    ),
-    Signature(
-        "thread_exception",
-        # threading's excepthook, and multiprocessing's BaseProcess._bootstrap
-        # ("Process NAME:" then the traceback) for a worker process.
-        r"Exception in (?:thread|process) [^\n]*|Process \S+:[ \t]*$",
-        "an exception escaped a thread or worker process (the name follows)",
-        ("Exception in thread ", "Exception in process ", "Process "),
-    ),
-    Signature(
-        "traceback",
-        r"Traceback \(most recent call last\):",
-        "a Python traceback (its final exception line is reported)",
-        ("Traceback (most recent call last):",),
-    ),
+from .signatures import (
+    CAUSES,
+    CPP_TERMINATE,
+    EXCEPTION_IGNORED,
+    MIDRUN,
+    RUN_SUMMARY,
+    SIGNATURES,
+    THREAD_EXCEPTION,
+    TRACEBACK,
+    Signature,
 )
 
+__all__ = ["compile_signatures", "scan"]
+
+
 SAMPLE = 300
-MIDRUN = ("checkpoint_load",)  # signatures whose first hit after a printed step is kept
 MAX_SUMMARIES = 50  # run summaries kept (one per train() call)
 SUMMARY_BYTES = 4096  # a summary dict longer than this is not read
 # A step number a log line prints: "step 690", "Step 690/1000", "global_step=690",
@@ -249,17 +79,6 @@ _TAGS = rb"(?:\[[^\]\n]*\]:? ?)*"
 _GLOG = rb"(?:[DIWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^\]\n ]+\] )?"
 _LEVEL = rb"(?:(?:[\w.]+ - )?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?: - |:[\w.]*:| +))"
 _PREFIX = re.compile(b"^" + _TIME + _TAGS + _GLOG + b"(?:" + _LEVEL + _TIME + _TAGS + b")?")
-# What an exception line says killed its thread or process, most specific first (an
-# InductorError that wraps an OOM is an OOM). An exception line that none of them matches
-# is a cause of its own, named by its exception's class.
-CAUSES = (
-    "cuda_oom",
-    "collective_timeout",
-    "nccl_error",
-    "cuda_error",
-    "fx_nested_trace",
-    "inductor_error",
-)
 MAX_THREADS = 32  # thread names kept per cause
 PROFILE_PATTERN_SECONDS = 5.0  # a profile's signature, over the whole scan (``_bounded``)
 # Distinct exception classes, threads and causes listed: the earliest (a run's first
@@ -620,7 +439,7 @@ class _Scanner:
                 hit.first_after_step = self._step_before(data, end, first_line)
             hit.add(line, offset + start, text)
             sig = self.signatures[index].id
-            if sig == "run_summary":
+            if sig == RUN_SUMMARY:
                 self._run_summary(line, offset + start, text)
             if sig in MIDRUN and hit.first_midrun is None:
                 after = self._step_before(data, start, first_line)
@@ -631,15 +450,15 @@ class _Scanner:
                         "text": _clip(text),
                         "after_step": after,
                     }
-            if sig == "thread_exception":
+            if sig == THREAD_EXCEPTION:
                 t = _THREAD.search(text)
                 self.pending_thread = _clip(t.group(1) or t.group(2)) if t else "?"
                 self.pending_thread_line = at
-            elif sig == "exception_ignored":
+            elif sig == EXCEPTION_IGNORED:
                 self.ignored_line = at
-            elif sig == "cpp_terminate":
+            elif sig == CPP_TERMINATE:
                 self._terminate(data, start, end, line, offset, at)
-            elif sig == "traceback":
+            elif sig == TRACEBACK:
                 thread = None
                 if self.pending_thread is not None and self.pending_thread_line == at - 1:
                     thread = self.pending_thread

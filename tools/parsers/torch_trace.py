@@ -25,6 +25,8 @@ import json
 import re
 from typing import IO, Any
 
+from ..figures import finite_number
+
 MAX_ROWS = 400
 MAX_FUNCTIONS = 64
 MAX_TEXT = 300
@@ -36,10 +38,6 @@ def _clip(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     return value.strip().splitlines()[0][:MAX_TEXT] if value.strip() else None
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _int(value: object) -> int | None:
@@ -129,7 +127,7 @@ class _Reader:
             "frame": frame,
             "cache_size": _int(m.get("cache_size")),
             "accumulated_cache_size": _int(m.get("accumulated_cache_size")),
-            "compile_time_s": _number(m.get("entire_frame_compile_time_s")),
+            "compile_time_s": finite_number(m.get("entire_frame_compile_time_s")),
             "fail_type": _clip(m.get("fail_type")),
             "fail_reason": _clip(m.get("fail_reason")),
             "restarts": len(restarts) if isinstance(restarts, list) else 0,

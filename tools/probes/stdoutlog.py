@@ -1,5 +1,5 @@
 """The trainer's console log (``train_stdout.log``) searched for the error signatures
-of ``tools.parsers.stdoutlog.SIGNATURES`` (plus a profile's own): counts, first and
+of ``tools.parsers.signatures.SIGNATURES`` (plus a profile's own): counts, first and
 last line, tracebacks with their exception and thread.
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
