@@ -4,6 +4,7 @@ mistake — a FIFO, /dev/zero, a directory — are refused without being read.""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -370,3 +371,16 @@ def test_a_workspace_that_is_not_a_directory_is_one_line(
         result.args, result.returncode, result.stdout, "\n".join(said[1:])
     )
     one_line(rest, f"--workspace {ws}: not a directory on the target")
+
+
+def test_health_on_a_workspace_that_is_not_there_says_so(tmp_path: Path) -> None:
+    """A health check of a missing workspace is a target not checked (exit 2), its reason
+    the layout probe's word, never "healthy" about nothing."""
+    ws = tmp_path / "missing"
+    result = run(
+        "health", "--target", "local", "--workspace", str(ws), "--format", "json", tmp=tmp_path
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    (target,) = json.loads(result.stdout)["targets"]
+    assert target["status"] == "could_not_check"
+    assert target["reason"].startswith(f"--workspace {ws}: not a directory on the target ("), target
