@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agent.cli.options import Full
 from tools.log import configure
 
 if TYPE_CHECKING:
@@ -16,6 +17,7 @@ def demo(
     ctx: typer.Context,
     ask: Annotated[bool, typer.Option("--ask", help="Ask before applying the fix.")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary workspace.")] = False,
+    full: Full = False,
 ) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
@@ -37,7 +39,7 @@ def demo(
 
     state, figures, session = run_demo(console, ask=prompt if ask else None, keep=keep)
     ledger = Ledger(session.dir / "ledger.jsonl")
-    Console().print(Markdown(render_markdown(build_report(state, ledger, session.id))))
+    Console().print(Markdown(render_markdown(build_report(state, ledger, session.id), full=full)))
     good = figures[0].tok_s
     typer.echo(f"transcript: {session.transcript_path}")
     for figure in figures:

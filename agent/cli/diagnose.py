@@ -10,6 +10,7 @@ import typer
 from agent.cli.options import (
     Baseline,
     Config,
+    Full,
     Interpreter,
     MdOrJson,
     Target,
@@ -30,6 +31,7 @@ def diagnose(
     baseline: Baseline = None,
     fmt: MdOrJson = "md",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    full: Full = False,
     hypothesis: Annotated[
         str | None,
         typer.Option("--hypothesis", help="Test only this failure family (e.g. fx_trace_race)."),
@@ -102,4 +104,4 @@ def diagnose(
         focus=[hypothesis] if hypothesis else [],
         interactive=ask,
     )
-    drive(session, start, "json" if as_json else fmt, ask)
+    drive(session, start, "json" if as_json else fmt, ask, full=full)

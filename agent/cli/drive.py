@@ -32,6 +32,8 @@ def drive(
     fmt: str,
     interactive: bool,
     answer: bool | None = None,
+    *,
+    full: bool = False,
 ) -> None:
 
     assert session.config is not None and session.config.spec is not None
@@ -98,7 +100,7 @@ def drive(
     if fmt == "json":
         typer.echo(model_json(report, indent=1))
     else:
-        Console().print(Markdown(render_markdown(report)))
+        Console().print(Markdown(render_markdown(report, full=full)))
     if outcome.paused is not None:
         if outcome.paused.get("question") == "next":
             hint = f"paused at the menu: run `dflash-doctor resume {session.id}` in a terminal"

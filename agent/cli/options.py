@@ -68,6 +68,14 @@ Baseline = Annotated[
 
 # --format for a document that is Markdown or JSON, or also HTML (a recorded report).
 MdOrJson = Annotated[str, typer.Option("--format", help="md | json", callback=one_of("md", "json"))]
+# A Markdown report's length: the first screen (the default) or every section and fact.
+Full = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="The whole Markdown report: every hypothesis, every fact (html, json: always).",
+    ),
+]
 MdHtmlOrJson = Annotated[
     str,
     typer.Option("--format", help="md | html | json", callback=one_of("md", "html", "json")),

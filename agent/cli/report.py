@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.options import MdHtmlOrJson
+from agent.cli.options import Full, MdHtmlOrJson
 from tools.localfile import may_write, write_file
 from tools.text import model_json
 
@@ -15,6 +15,7 @@ from tools.text import model_json
 def report(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
     fmt: MdHtmlOrJson = "md",
+    full: Full = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
     require_signature: Annotated[
@@ -47,7 +48,7 @@ def report(
     elif fmt == "html":
         text = render_html(built, recorded.state, recorded.ledger)
     else:
-        text = render_markdown(built)
+        text = render_markdown(built, full=full)
     if out is None:
         typer.echo(text)
     else:

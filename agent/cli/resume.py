@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.options import MdOrJson
+from agent.cli.options import Full, MdOrJson
 from tools.log import bind_contextvars
 
 
@@ -18,10 +18,11 @@ def resume(
     ] = None,
     fmt: MdOrJson = "md",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    full: Full = False,
 ) -> None:
     from agent.cli.drive import drive
     from agent.session import Session
 
     session = Session.reopen(session_id)
     bind_contextvars(session=session.id)
-    drive(session, None, "json" if as_json else fmt, sys.stdin.isatty(), answer=approve)
+    drive(session, None, "json" if as_json else fmt, sys.stdin.isatty(), answer=approve, full=full)

@@ -165,7 +165,9 @@ def _since_it_worked(
             lines.insert(
                 0, Line(text=f"derived baseline: {said}", cites=sorted({fact, drop.began.fact}))
             )
-    return Section(title=f"since it worked ({base}): {len(changed)} changed", lines=lines)
+    return Section(
+        title=f"since it worked ({base}): {len(changed)} changed", lines=lines, kind="changes"
+    )
 
 
 def _missing_evidence(state: DiagnosisState, ledger: Ledger) -> list[Line]:
@@ -258,11 +260,15 @@ def _unexplained(state: DiagnosisState, ledger: Ledger) -> Section | None:
                 cites=[i for i in state.facts if not ledger.get(i).ok],
             )
         )
-    return Section(title=f"{drop.headline()}: no known cause explains it", lines=lines)
+    return Section(
+        title=f"{drop.headline()}: no known cause explains it", lines=lines, kind="unexplained"
+    )
 
 
 def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
-    sections: list[Section] = [Section(title="symptoms", lines=_symptom_lines(state, ledger))]
+    sections: list[Section] = [
+        Section(title="symptoms", lines=_symptom_lines(state, ledger), kind="symptoms")
+    ]
     # With a snapshot, the run's own record is shown too: the snapshot may be older than
     # the state in which the run last worked, and the two can disagree.
     for entries, snapshot in ((state.diff, state.baseline), (state.derived_diff, None)):
@@ -272,10 +278,10 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
     halted = applies.interrupted(ledger, state.facts)
     if halted:
         lines = [Line(text=text, cites=cites) for text, cites in halted]
-        sections.append(Section(title=applies.TITLE, lines=lines))
+        sections.append(Section(title=applies.TITLE, lines=lines, kind="applies"))
     missing = _missing_evidence(state, ledger)
     if missing:
-        sections.append(Section(title="missing evidence", lines=missing))
+        sections.append(Section(title="missing evidence", lines=missing, kind="missing"))
     unexplained = _unexplained(state, ledger)
     if unexplained is not None:
         sections.append(unexplained)
@@ -331,11 +337,14 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
             lines.append(Line(text=f"unlocks playbooks: {', '.join(unlocked)}", cites=[]))
         if hyp.source != "rule":
             lines.append(Line(text=f"proposed by {hyp.source}", cites=[]))
-        sections.append(Section(title=TITLES[hyp.kind], status=hyp.status, lines=lines))
+        sections.append(
+            Section(title=TITLES[hyp.kind], status=hyp.status, lines=lines, kind="hypothesis")
+        )
     if state.refused:
         sections.append(
             Section(
                 title="refused proposals",
+                kind="refused",
                 lines=[
                     Line(text=f"{r.source}: {r.reason}", cites=[], outcome="rejected")
                     for r in state.refused
@@ -347,6 +356,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         sections.append(
             Section(
                 title="not applicable: the run does not compile",
+                kind="not_applicable",
                 lines=[
                     Line(
                         text=", ".join(TITLES[k] for k in aside.kinds),
@@ -364,6 +374,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         sections.append(
             Section(
                 title="what was checked",
+                kind="checked",
                 lines=[
                     Line(
                         text=f"{kind}: "
@@ -391,6 +402,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         sections.append(
             Section(
                 title="probed with",
+                kind="probed_with",
                 lines=[
                     Line(
                         text=f"the target's Python {chosen.get('path')}: "
@@ -406,12 +418,17 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
         sections.append(
             Section(
                 title="could not observe",
+                kind="unobserved",
                 lines=[Line(text=f"{f.probe}: {f.error}", cites=[f.id]) for f in failed],
             )
         )
     if state.plan_error is not None:
         sections.append(
-            Section(title="fix not offered", lines=[Line(text=state.plan_error, cites=[])])
+            Section(
+                title="fix not offered",
+                lines=[Line(text=state.plan_error, cites=[])],
+                kind="fix",
+            )
         )
     if state.plan is not None:
         plan_lines = [Line(text=f"step: {s}", cites=[]) for s in state.plan.steps]
@@ -434,7 +451,7 @@ def build_report(state: DiagnosisState, ledger: Ledger, session: str) -> Report:
             Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
             for v in state.verification
         ]
-        sections.append(Section(title=f"fix: {state.plan.playbook}", lines=plan_lines))
+        sections.append(Section(title=f"fix: {state.plan.playbook}", lines=plan_lines, kind="fix"))
     facts = [
         FactDoc(
             id=f.id,

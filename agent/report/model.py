@@ -22,10 +22,28 @@ class Line(BaseModel):
     outcome: Literal["holds", "fails", "unverifiable", "rejected", "info"] = "info"
 
 
+SectionKind = Literal[
+    "symptoms",
+    "changes",
+    "applies",
+    "missing",
+    "unexplained",
+    "hypothesis",
+    "refused",
+    "not_applicable",
+    "checked",
+    "probed_with",
+    "unobserved",
+    "fix",
+]
+
+
 class Section(BaseModel):
     title: str
     status: str = ""
     lines: list[Line]
+    kind: SectionKind
+    """What the section is, so that a short rendering can choose (``--full`` shows all)."""
 
 
 class ClaimDoc(BaseModel):

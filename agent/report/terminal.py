@@ -21,13 +21,22 @@ Prompt = Callable[[str], str]
 
 
 def show(console: Console, report: Report) -> None:
-    """The verdict and the ranked hypotheses, each claim with its mark and citations."""
+    """The verdict and the symptoms, then the ranked hypotheses: a verified one with every
+    cited claim, any other with the claim that decided it (all of them: the report)."""
     console.print(f"[bold]{report.verdict}[/bold] — session {report.session}")
+    for section in report.sections:
+        if section.kind == "symptoms":
+            for line in section.lines:
+                text = with_cites(line.text, line.cites)
+                console.print(f"  {MARK[line.outcome]} {text}", markup=False)
     if not report.hypotheses:
         console.print("  no hypothesis was formed from the facts (see 'what was checked')")
     for rank, hyp in enumerate(report.hypotheses, start=1):
         console.print(f"  {rank}. {hyp.kind}: {hyp.status}", markup=False)
-        for claim in hyp.claims:
+        claims = hyp.claims
+        if hyp.status != "verified":
+            claims = [c for c in hyp.claims if c.status != "holds"][:1]
+        for claim in claims:
             text = with_cites(claim.text, claim.cites)
             console.print(f"     {MARK[claim.status]} {text}", markup=False)
 

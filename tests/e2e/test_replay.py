@@ -24,7 +24,11 @@ from tools.transcript import TranscriptWriter, read_transcript
 
 @pytest.fixture
 def transcript(tmp_path: Path) -> Path:
-    """A real diagnosis of a (missing) workspace on this machine, recorded."""
+    """A real diagnosis on this machine, recorded, of a workspace that holds a script
+    that compiles (so the compiler's families apply) and its console log."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "train.py").write_text("import torch\nmodel = torch.compile(model)\n")
+    (tmp_path / "ws" / "train_stdout.log").write_text("starting\nstep 1 loss 2.0\n")
     spec = SweepSpec.for_workspace(str(tmp_path / "ws"), interpreter=sys.executable)
     session = Session.create(SessionConfig(command="diagnose", target="local", spec=spec))
     doctor = build_doctor(session, session.target("local"), spec)
@@ -58,14 +62,14 @@ def test_a_changed_rule_is_a_readable_diff_and_exit_1(
     rules = [r if r.kind != "fx_trace_race" else Stricter() for r in default_rules()]
     result = replay(transcript, rules=rules)
     assert not result.same
-    assert "-fx_trace_race: unverifiable" in result.differences
+    assert "-fx_trace_race: refuted" in result.differences
     monkeypatch.setattr("agent.replay.default_rules", lambda: rules)
     from typer.testing import CliRunner
 
     outcome = CliRunner().invoke(app, ["-q", "replay", str(transcript)])
     assert outcome.exit_code == 1
     assert "verdicts changed since recording" in outcome.output
-    assert "-fx_trace_race: unverifiable" in outcome.output
+    assert "-fx_trace_race: refuted" in outcome.output
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ class CrashingRule:
 
 
 def test_crash_then_resume_does_not_sweep_again(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
     spec = SweepSpec.for_workspace(str(tmp_path / "ws"), interpreter=sys.executable)
     config = SessionConfig(command="diagnose", target="local", spec=spec)
     session = Session.create(config)
@@ -55,16 +56,20 @@ def test_crash_then_resume_does_not_sweep_again(tmp_path: Path) -> None:
     with pytest.raises(Crash):
         run_session(session, doctor, start=DiagnosisState(target="local"))
     session.close()
-    assert sweeps == [None]
+    # The full sweep, and the probes the families asked for again before the crash.
+    swept = list(sweeps)
+    assert swept[0] is None
 
     again = Session.reopen(session.id)
     assert again.config is not None and again.config.spec == spec
     rules[-1] = CrashingRule(crash=False)
     doctor2 = build_doctor(again, again.target("local"), spec, rules=rules)
+    real_gather = doctor2.gather
     doctor2.gather = counting
     outcome = run_session(again, doctor2)  # no start, no answer: continue from the checkpoint
     again.close()
-    assert sweeps == [None], "the sweep ran again after resume"
+    # A family may still ask for a probe the sweep found nothing for; the sweep is not run.
+    assert None not in sweeps[len(swept) :], "the sweep ran again after resume"
     assert outcome.state.verdict is not None
     assert {h.kind for h in outcome.state.hypotheses} >= {"environment_drift"}
 
@@ -72,6 +77,7 @@ def test_crash_then_resume_does_not_sweep_again(tmp_path: Path) -> None:
 def test_resume_cli_reports_a_finished_session_again(tmp_path: Path) -> None:
     """`diagnose` then `resume SESSION`: same report, no new sweep in the transcript."""
     ws = tmp_path / "ws"
+    ws.mkdir()
     first = cli(
         "-q",
         "diagnose",

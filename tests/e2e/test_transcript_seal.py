@@ -135,6 +135,7 @@ class Recording:
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Recording:
     root = tmp_path_factory.mktemp("recording")
     state = root / "state"
+    (root / "ws").mkdir()  # empty: a diagnosis of nothing to look at, quickly
     result = doctor(
         "diagnose",
         "--target",
@@ -556,6 +557,7 @@ def test_a_sealed_transcript_changed_since_is_not_resumed() -> None:
 def test_resume_of_a_finished_diagnosis_keeps_it_replayable(tmp_path: Path) -> None:
     """`diagnose`, then `resume SESSION` (which reopens the transcript), then `replay`."""
     state = Path(os.environ["XDG_STATE_HOME"])
+    (tmp_path / "ws").mkdir()
     first = doctor(
         "diagnose",
         "--target",

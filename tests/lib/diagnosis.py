@@ -39,9 +39,12 @@ def diagnose(
     at = spec(ws, **profile)
     config = SessionConfig(command="diagnose", target="local", spec=at, baseline=baseline)
     session = Session.create(config)
-    doctor = build_doctor(session, session.target("local"), at)
-    outcome = run_session(session, doctor, start=DiagnosisState(target="local", baseline=baseline))
-    session.close()
+    try:
+        doctor = build_doctor(session, session.target("local"), at)
+        start = DiagnosisState(target="local", baseline=baseline)
+        outcome = run_session(session, doctor, start=start)
+    finally:
+        session.close()
     report = render_markdown(build_report(outcome.state, session.ledger, session.id))
     # Every figure of the train-log facts it read, recomputed from the log by the oracle.
     for fact_id in outcome.state.facts:

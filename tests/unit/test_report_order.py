@@ -146,13 +146,22 @@ def test_every_output_cites_a_fact_once() -> None:
                 claims=[ClaimDoc(text=text, cites=["F-fc80"], status="holds")],
             )
         ],
-        sections=[Section(title="t", lines=[Line(text=text, cites=["F-fc80"], outcome="holds")])],
+        sections=[
+            Section(
+                title="t",
+                status="verified",
+                lines=[Line(text=text, cites=["F-fc80"], outcome="holds")],
+                kind="hypothesis",
+            )
+        ],
         facts=[],
     )
     out = io.StringIO()
     show(Console(file=out, width=200), report)
     assert out.getvalue().count("F-fc80") == 1, out.getvalue()
     assert render_markdown(report).count("F-fc80") == 1
+    # The first screen lists the cited fact once more, in its table (with no command).
+    assert render_markdown(report, full=False).count("F-fc80") == 1
     assert render_html(report, DiagnosisState(target="local"), Ledger()).count(">F-fc80<") == 1
 
 
@@ -173,7 +182,7 @@ def test_the_shipped_schema_is_the_models_and_the_validator_refuses_a_bad_docume
         "session": "s1",
         "verdict": "no fault found",
         "hypotheses": [],
-        "sections": [{"title": "symptoms", "status": "", "lines": []}],
+        "sections": [{"title": "symptoms", "status": "", "lines": [], "kind": "symptoms"}],
         "facts": [
             {
                 "id": "F-1a2b",
