@@ -49,6 +49,13 @@ def configure(*, json: bool = False, level: str = "info") -> None:
         _apply()  # already loaded (a second configure, a test): apply now
 
 
+def keep_off_prompts() -> None:
+    """A menu at a terminal is not interleaved with progress events: the default level
+    (``info``, no ``-v``) becomes ``warning``; ``-v`` and ``--log-json`` keep theirs."""
+    if _settings is not None and not _settings["json"] and _settings["level"] == "info":
+        configure(json=False, level="warning")
+
+
 def reset() -> None:
     """Forget ``configure`` (and the bound context): events go to structlog as it stands,
     as before any configuration. For tests that run the CLI in-process."""

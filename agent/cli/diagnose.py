@@ -18,7 +18,7 @@ from agent.cli.options import (
     reaches_targets,
 )
 from tools.errors import UsageError
-from tools.log import bind_contextvars
+from tools.log import bind_contextvars, keep_off_prompts
 from tools.transport.ssh_options import SSHOptions
 
 
@@ -95,6 +95,8 @@ def diagnose(
     )
     bind_contextvars(session=session.id)
     ask = sys.stdin.isatty() if interactive is None else interactive
+    if ask:
+        keep_off_prompts()
     start = DiagnosisState(
         # As the facts cite it: the graph's checkpoints keep no host name in clear.
         target=session.recorded(str(resolved.uri)),

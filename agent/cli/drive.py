@@ -16,6 +16,7 @@ from agent.report.build import build_report
 from agent.report.markdown import render_markdown
 from agent.runner import build_doctor, record_outcome, run_session
 from agent.session import Session
+from agent.summaries import fact_summary
 from playbooks import default_playbooks
 from tools.errors import UsageError
 from tools.text import model_json
@@ -75,6 +76,7 @@ def drive(
         outcome = run_session(session, doctor, start=start, answer=reply)
         while outcome.paused is not None and interactive:
             question = outcome.paused
+            seen = set(outcome.state.facts)
             if question.get("question") == "next":
                 guided.show(err, _report(session, outcome.state))
                 reply = guided.ask_next(question, _prompt, err.print)
@@ -90,6 +92,9 @@ def drive(
                 ok = typer.confirm("apply this fix?", default=False, err=True)
                 reply = {"approve": ok, "digest": plan.get("digest")}
             outcome = run_session(session, doctor, answer=reply)
+            # What a [p]robe or [t]est brought: each new fact, with what it holds.
+            fresh = [session.ledger.get(i) for i in outcome.state.facts if i not in seen]
+            guided.show_new(err, [(f.id, f.probe, fact_summary(f)) for f in fresh])
         if outcome.paused is None:
             # A paused session is not finished: its outcome (the plan, the answer, what
             # the fix did) is recorded once, when ``resume`` finishes it.

@@ -70,11 +70,9 @@ def facts(
         table.add_row(fact.id, fact.probe, fact_summary(fact), style=style)
     console = Console()
     console.print(table)
-    if gatherer.skipped:
-        console.print(
-            "not looked at (nothing configured): " + ", ".join(sorted(gatherer.skipped)),
-            style="dim",
-        )
+    for probe, why in sorted(gatherer.skipped.items()):
+        # Nothing to look at: where it looked, and where else there may be something.
+        console.print(f"not looked at: {probe}: {why}", style="dim", markup=False)
     console.print(f"ledger: {session.ledger.path}", style="dim")
 
 

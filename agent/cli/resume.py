@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from agent.cli.options import Full, MdOrJson
-from tools.log import bind_contextvars
+from tools.log import bind_contextvars, keep_off_prompts
 
 
 def resume(
@@ -23,6 +23,8 @@ def resume(
     from agent.cli.drive import drive
     from agent.session import Session
 
+    if sys.stdin.isatty():
+        keep_off_prompts()
     session = Session.reopen(session_id)
     bind_contextvars(session=session.id)
     drive(session, None, "json" if as_json else fmt, sys.stdin.isatty(), answer=approve, full=full)

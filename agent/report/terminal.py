@@ -41,14 +41,30 @@ def show(console: Console, report: Report) -> None:
             console.print(f"     {MARK[claim.status]} {text}", markup=False)
 
 
+def show_new(console: Console, facts: Sequence[tuple[str, str, str]]) -> None:
+    """The facts a [p]robe or [t]est gathered (id, probe, what it holds): what changed."""
+    if not facts:
+        return
+    console.print(f"  {len(facts)} new fact(s):", markup=False)
+    for fact_id, probe, summary in facts:
+        console.print(f"    {fact_id} {probe}: {summary}", markup=False)
+
+
 def ask_next(
     question: dict[str, Any], prompt: Prompt, say: Callable[[str], None]
 ) -> dict[str, Any]:
-    """One menu answer, as the ``guide`` node expects it. End of input means stop."""
+    """One menu answer, as the ``guide`` node expects it. End of input means stop. The
+    menu offers [f]ix only when a playbook is offered, and says which families are in
+    focus (a ``t`` narrows it; ``t`` then ``all`` widens it again)."""
     kinds: Sequence[str] = question.get("kinds", [])
     offered: Sequence[str] = question.get("offered", [])
+    focus: Sequence[str] = question.get("focus") or []
+    if focus:
+        say(f"in focus: {', '.join(focus)} (t, then all, to test every family)")
+    menu = ["[t]est a hypothesis", "[p]robe again", *(["[f]ix"] if offered else []), "[s]top"]
+    letters = ", ".join(item[1] for item in menu)
     while True:
-        action = prompt("next: [t]est a hypothesis, [p]robe again, [f]ix, [s]top").strip().lower()
+        action = prompt("next: " + ", ".join(menu)).strip().lower()
         if action in ("s", "stop", "q", "quit"):
             return {"action": "stop"}
         if action in ("t", "test"):
@@ -75,4 +91,4 @@ def ask_next(
                 return {"action": "fix", "playbook": name}
             say(f"{name!r} is not offered")
         else:
-            say(f"{action!r}: answer t, p, f or s")
+            say(f"{action!r}: answer one of {letters}")

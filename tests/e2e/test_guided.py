@@ -261,6 +261,9 @@ def test_guided_menu_tests_a_hypothesis_probes_again_and_declines_the_fix(race_w
     assert result.returncode == 0, result.stderr
     # The menu showed the ranked hypotheses with their cited claims, and said no to junk.
     assert "1. fx_trace_race: verified" in result.stderr
+    # Progress events stay off the menu (``-v`` shows them); what each probe brought is on it.
+    assert "[info" not in result.stderr, result.stderr[-3000:]
+    assert "new fact(s):" in result.stderr and " stdoutlog: " in result.stderr
     assert "unknown probes ['nonsense']" in result.stderr
     assert "apply this fix?" in result.stderr
     doc = json.loads(result.stdout)

@@ -429,3 +429,37 @@ def test_checkpoint_examples_are_in_step_order(tmp_path: Path) -> None:
         "3 entries named with a step or epoch "
         "(checkpoint: checkpoint-5, checkpoint-10, checkpoint-100)"
     )
+
+
+@pytest.mark.parametrize(
+    ("beside", "said"),
+    [
+        (["train.log"], "; one level up, in {up}: train.log (give --workspace that directory)"),
+        (["a.out", "b.log", "notes.md"], "; one level up, in {up}: a.out, b.log (give"),
+        ([f"r{i}.log" for i in range(7)], ": r0.log, r1.log, r2.log, r3.log, r4.log and 2 more"),
+        (["README.md"], None),
+    ],
+)
+def test_no_console_log_in_an_output_dir_names_the_logs_beside_it(
+    tmp_path: Path, beside: list[str], said: str | None
+) -> None:
+    """Issue 25: pointed at a Trainer's output_dir, the console log one level up was
+    missed in silence. Nothing found under the workspace, the log-like files beside it
+    (not walked further) are named, with what to do."""
+    run = tmp_path / "run"
+    out = run / "out" / "checkpoint-10"
+    out.mkdir(parents=True)
+    (out / "trainer_state.json").write_text(json.dumps({"global_step": 10}))
+    for name in beside:
+        (run / name).write_text("step 1\n")
+    (run / "logs").mkdir()  # a directory is not a log, whatever its name
+    with pytest.raises(ProbeFailure) as caught:
+        layout.chosen({"workspace": str(run / "out")}, "stdout_logs", "console log")
+    assert caught.value.kind == "skipped"
+    message = caught.value.message
+    assert message.startswith(f"no console log found under {run / 'out'} (")
+    assert message.endswith("; name it in the profile")
+    if said is None:
+        assert "one level up" not in message
+    else:
+        assert said.format(up=run) in message

@@ -183,10 +183,39 @@ def chosen(params: dict[str, Any], role: str, what: str) -> tuple[str, dict[str,
             "skipped",
             f"no {what} found under {workspace} ({value['entries']} entries looked at"
             + (", walk truncated" if value["truncated"] else "")
-            + "); name it in the profile",
+            + ")"
+            + _one_level_up(str(workspace))
+            + "; name it in the profile",
             str(workspace),
         )
     return best[0], {"path": best[0], "why": best[1], "workspace": workspace}
+
+
+# Names a run's own logs take beside an output directory (Trainer's output_dir inside a
+# run directory whose launcher wrote ``train.log`` next to it).
+_LOG_NAME = re.compile(r"(?i).*\.(?:log|out|err|txt|jsonl|csv)\Z")
+_UP_LISTED = 5
+
+
+def _one_level_up(workspace: str) -> str:
+    """The log-like files beside the workspace, in its parent directory (not walked
+    further), where a user pointed at an output directory: where else to look."""
+    parent = os.path.dirname(os.path.abspath(workspace))
+    try:
+        with os.scandir(parent) as entries:
+            names = sorted(
+                e.name
+                for e in entries
+                if _LOG_NAME.match(e.name) and e.is_file(follow_symlinks=False)
+            )
+    except OSError:
+        return ""
+    if not names:
+        return ""
+    shown = ", ".join(names[:_UP_LISTED]) + (
+        f" and {len(names) - _UP_LISTED} more" if len(names) > _UP_LISTED else ""
+    )
+    return f"; one level up, in {parent}: {shown} (give --workspace that directory)"
 
 
 def chosen_many(
