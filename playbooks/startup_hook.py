@@ -24,6 +24,8 @@ does not know; the trainer's own knob can.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from playbooks.base import FileChange, TrainerSite, unified
 from playbooks.launch import with_env
 from playbooks.remote import Remote
@@ -31,108 +33,8 @@ from playbooks.remote import Remote
 LIMIT_ENV = "DFLASH_DOCTOR_RECOMPILE_LIMIT"
 LOCK_ENV = "DFLASH_DOCTOR_COMPILE_LOCK"
 
-HOOK_SOURCE = r"""
-# Written by dflash-doctor (playbooks lock-warmup and recompile-limit, hook route).
-# Remove the launch file's PYTHONPATH entry, or unset DFLASH_DOCTOR_COMPILE_LOCK and
-# DFLASH_DOCTOR_RECOMPILE_LIMIT, to turn it off.
-import os
-import sys
-
-if os.environ.get("DFLASH_DOCTOR_RECOMPILE_LIMIT", "").isdigit():
-    import torch._dynamo
-
-    _wanted = int(os.environ["DFLASH_DOCTOR_RECOMPILE_LIMIT"])
-    _config = torch._dynamo.config
-    _name = "recompile_limit" if hasattr(_config, "recompile_limit") else "cache_size_limit"
-    _entry = getattr(_config, "_config", {}).get(_name)
-    if _entry is not None and hasattr(_entry, "default"):
-        _entry.default = _wanted  # what every thread reads where it set nothing
-    setattr(_config, _name, _wanted)
-    sys.stderr.write(
-        "dflash-doctor recompile-limit hook active (%s = %d in every thread)\n"
-        % (_name, _wanted)
-    )
-
-if os.environ.get("DFLASH_DOCTOR_COMPILE_LOCK") == "1":
-    import functools
-    import threading
-
-    import torch
-
-    class _Gate:
-        def __init__(self):
-            self.cond = threading.Condition()
-            self.readers = 0
-            self.writing = False
-            self.waiting = 0
-
-        def shared(self):
-            with self.cond:
-                self.cond.wait_for(lambda: not self.writing and not self.waiting)
-                self.readers += 1
-
-        def release_shared(self):
-            with self.cond:
-                self.readers -= 1
-                self.cond.notify_all()
-
-        def exclusive(self):
-            with self.cond:
-                self.waiting += 1
-                self.cond.wait_for(lambda: not self.writing and not self.readers)
-                self.waiting -= 1
-                self.writing = True
-
-        def release_exclusive(self):
-            with self.cond:
-                self.writing = False
-                self.cond.notify_all()
-
-    _GATE = _Gate()
-    _ORIGINAL = torch.compile
-
-    def _signature(args, kwargs):
-        out = []
-        for value in list(args) + [kwargs[k] for k in sorted(kwargs)]:
-            if isinstance(value, torch.Tensor):
-                out.append((tuple(value.shape), str(value.dtype), str(value.device)))
-            else:
-                out.append(type(value).__name__)
-        return tuple(out)
-
-    def _locked(compiled):
-        seen = set()
-
-        @functools.wraps(compiled)
-        def call(*args, **kwargs):
-            key = _signature(args, kwargs)
-            if key in seen:
-                _GATE.shared()
-                try:
-                    return compiled(*args, **kwargs)
-                finally:
-                    _GATE.release_shared()
-            _GATE.exclusive()
-            try:
-                out = compiled(*args, **kwargs)
-                seen.add(key)
-                return out
-            finally:
-                _GATE.release_exclusive()
-
-        return call
-
-    def compile(model=None, **kwargs):
-        if model is None:
-            return lambda m: compile(m, **kwargs)
-        compiled = _ORIGINAL(model, **kwargs)
-        if isinstance(compiled, torch.nn.Module):
-            return compiled
-        return _locked(compiled)
-
-    torch.compile = compile
-    sys.stderr.write("dflash-doctor compile-lock hook active (torch.compile wrapped)\n")
-"""
+# The hook as shipped: a real module beside this one, so the linters and mypy read it.
+HOOK_SOURCE = Path(__file__).with_name("_sitecustomize.py").read_text(encoding="utf-8")
 
 
 def hook_changes(
