@@ -33,11 +33,21 @@ from tools.transport.base import CommandResult
 from tools.transport.local import LocalTransport
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
-# Every module the bundle may carry, in subpackages too (parsers/_trainlog/).
+PLAYBOOKS = TOOLS.parent / "playbooks"
+# Every module the bundle may carry, in subpackages too (parsers/_trainlog/), the helpers
+# beside them it carries (figures.py), and the programs a fix sends to the target as they
+# are (the operations, the start-up hook).
 SHIPPED = sorted(
-    p
-    for p in TOOLS.rglob("*.py")
-    if p.relative_to(TOOLS).parts[0] in ("probes", "parsers") and p.name != "__init__.py"
+    [
+        *(
+            p
+            for p in TOOLS.rglob("*.py")
+            if p.relative_to(TOOLS).parts[0] in ("probes", "parsers") and p.name != "__init__.py"
+        ),
+        TOOLS / "figures.py",
+        PLAYBOOKS / "_remote_ops.py",
+        PLAYBOOKS / "_sitecustomize.py",
+    ]
 )
 
 
