@@ -21,11 +21,11 @@ import dataclasses
 import hashlib
 import hmac
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from tools.errors import ConfigError, TargetURIError
-from tools.redact import identifies_nobody
+from tools.redact import identifies_nobody, names_rule
 from tools.signing import TranscriptKey
 from tools.transport.uri import parse_target
 
@@ -68,15 +68,20 @@ class HostNames:
     def text(self, text: str, hosts: Iterable[str]) -> str:
         """``text`` with each of ``hosts`` standing whole (not part of a longer name)
         replaced by its pseudonym: an error message that quotes the host."""
-        names = sorted(
-            {h for h in hosts if h and not PSEUDONYM.match(h) and not identifies_nobody(h)},
-            key=len,
-            reverse=True,
-        )
-        if not names:
-            return text
-        rule = re.compile(rf"(?<![\w.-])(?:{'|'.join(map(re.escape, names))})(?![\w-])")
-        return rule.sub(lambda m: self.pseudonym(m.group(0)), text)
+        return self.replacer(hosts)(text)
+
+    def replacer(self, hosts: Iterable[str]) -> Callable[[str], str]:
+        """``text`` for many strings: the rule compiled and the pseudonyms made once (the
+        same whole-name rule the redactor uses for a host)."""
+        shown = {
+            h: self.pseudonym(h)
+            for h in hosts
+            if h and not PSEUDONYM.match(h) and not identifies_nobody(h)
+        }
+        rule = names_rule(sorted(shown, key=len, reverse=True), r"(?![\w-])")
+        if rule is None:
+            return lambda text: text
+        return lambda text: rule.sub(lambda m: shown[m.group(0)], text)
 
     def _fernet(self) -> Fernet:
         from cryptography.fernet import Fernet

@@ -201,11 +201,11 @@ class Redactor:
         )
         # Each list as one pattern, the longest name first, compiled once (text() runs on
         # every string of every answer).
-        self._host_rule = _names_rule(self._hosts, r"(?![\w-])")
+        self._host_rule = names_rule(self._hosts, r"(?![\w-])")
         # A whole path: not the tail of a longer one ("/x/root"), nor the user in
         # "ssh://root@" (followed by "@"); a file:// URL or a JSON-escaped quote after it
         # still counts.
-        self._path_rule = _names_rule(self._paths, r"(?=$|[/\s\"'\\,:;)\]}])")
+        self._path_rule = names_rule(self._paths, r"(?=$|[/\s\"'\\,:;)\]}])")
         self._maps: dict[str, dict[str, str]] = {"HOST": {}, "IP": {}, "SECRET": {}, "PATH": {}}
         self.counts: Counter[str] = Counter()
         # Per thread: family nodes redact side by side, and one's screen is not another's.
@@ -458,7 +458,7 @@ class Redactor:
         learned -= set(self._hosts)
         if learned:
             self._hosts = sorted({*self._hosts, *learned}, key=len, reverse=True)
-            self._host_rule = _names_rule(self._hosts, r"(?![\w-])")
+            self._host_rule = names_rule(self._hosts, r"(?![\w-])")
 
     def _learn_keys(self, value: object) -> None:
         if isinstance(value, str):
@@ -595,7 +595,7 @@ class Redactor:
         return out
 
 
-def _names_rule(names: list[str], after: str) -> re.Pattern[str] | None:
+def names_rule(names: list[str], after: str) -> re.Pattern[str] | None:
     """One pattern for ``names`` (longest first), each standing whole: not after a word
     character, a dot or a dash, and followed by what ``after`` allows."""
     if not names:

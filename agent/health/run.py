@@ -124,7 +124,7 @@ def pseudonymous(result: TargetResult, names: HostNames, host: str | None) -> Ta
     if host is None:
         return result
     return TargetResult.model_validate(
-        _each_string(result.model_dump(mode="json"), lambda s: names.text(s, [host]))
+        _each_string(result.model_dump(mode="json"), names.replacer([host]))
     )
 
 
