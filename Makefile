@@ -33,7 +33,7 @@ bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q agent tools playbooks
 
 demo: $(STAMP) bytecode
-	$(BIN)/dflash-doctor demo
+	$(BIN)/python -m examples.demo
 
 # Two workers, a test file each at a time: the suite's time is real trainer runs and CLI
 # processes, each bound to one core (two 40-step trainings side by side take the wall time

@@ -1,4 +1,7 @@
-"""dflash-doctor's reasoning layer: facts, claims, hypotheses, the graph and the CLI.
+"""dflash-doctor's reasoning layer, in rooms each standing on the ones below it:
+``model`` (facts, claims, hypotheses), ``analysis`` (what the run did), ``rules`` (the
+failure families), ``graph`` (the diagnosis and its fixes), ``sessions``, ``report``,
+``health`` and ``cli`` (tests/unit/test_rooms.py holds the drawing).
 
 The public surface is ``__all__``. Names load on first use (PEP 562), so that importing a
 submodule (``agent.cli`` for ``--help``) does not import the graph and langgraph with it.
@@ -14,7 +17,10 @@ from typing import TYPE_CHECKING, Any
 from agent._version import __version__
 
 if TYPE_CHECKING:
-    from agent.claims import (
+    from agent.graph.doctor import Approver, Doctor, Fixer, Gatherer, Proposer
+    from agent.graph.state import DiagnosisState
+    from agent.graph.wiring import build_graph, sqlite_checkpointer
+    from agent.model.claims import (
         PREDICATES,
         Absent,
         AtLeast,
@@ -34,17 +40,14 @@ if TYPE_CHECKING:
         WindowRatio,
         check,
     )
-    from agent.doctor import Approver, Doctor, Fixer, Gatherer, Proposer
-    from agent.facts import Fact, Ledger
-    from agent.graph import build_graph, sqlite_checkpointer
-    from agent.hypotheses import Hypothesis, Prediction, rank, verify
+    from agent.model.facts import Fact, Ledger
+    from agent.model.hypotheses import Hypothesis, Prediction, rank, verify
     from agent.report.build import build_report
     from agent.report.markdown import render_markdown
     from agent.report.model import Report
     from agent.rules import default_rules
     from agent.rules.base import Evidence, Rule
-    from agent.runner import build_doctor, run_session
-    from agent.state import DiagnosisState
+    from agent.sessions.runner import build_doctor, run_session
     from tools.errors import (
         ApplyError,
         AuthenticationError,
@@ -65,8 +68,8 @@ if TYPE_CHECKING:
 
 # Where each public name lives.
 _HOMES = {
-    "agent.facts": ("Fact", "Ledger"),
-    "agent.claims": (
+    "agent.model.facts": ("Fact", "Ledger"),
+    "agent.model.claims": (
         "PREDICATES",
         "Absent",
         "AtLeast",
@@ -86,13 +89,13 @@ _HOMES = {
         "WindowRatio",
         "check",
     ),
-    "agent.hypotheses": ("Hypothesis", "Prediction", "rank", "verify"),
-    "agent.state": ("DiagnosisState",),
-    "agent.doctor": ("Approver", "Doctor", "Fixer", "Gatherer", "Proposer"),
+    "agent.model.hypotheses": ("Hypothesis", "Prediction", "rank", "verify"),
+    "agent.graph.state": ("DiagnosisState",),
+    "agent.graph.doctor": ("Approver", "Doctor", "Fixer", "Gatherer", "Proposer"),
     "agent.rules": ("default_rules",),
     "agent.rules.base": ("Evidence", "Rule"),
-    "agent.graph": ("build_graph", "sqlite_checkpointer"),
-    "agent.runner": ("build_doctor", "run_session"),
+    "agent.graph.wiring": ("build_graph", "sqlite_checkpointer"),
+    "agent.sessions.runner": ("build_doctor", "run_session"),
     "agent.report.model": ("Report",),
     "agent.report.build": ("build_report",),
     "agent.report.markdown": ("render_markdown",),

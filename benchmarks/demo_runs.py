@@ -2,11 +2,12 @@
 
 Run: .venv/bin/python benchmarks/demo_runs.py [--runs 3]
 
-Each run is ``dflash-doctor demo`` as a fresh process (its own temporary workspace, its
-own state directory), timed from the outside. For each run: wall seconds, the exit code,
-whether the expanded run died of torch's FX-tracing error (as the demo's progress lines
-say), the fix's outcome, the summary's last three lines, and the load average before and
-after (other jobs on the machine stretch wall time). Prints one JSON document.
+Each run is ``python -m examples.demo`` (what ``make demo`` runs) as a fresh process (its
+own temporary workspace, its own state directory), timed from the outside. For each run:
+wall seconds, the exit code, whether the expanded run died of torch's FX-tracing error (as
+the demo's progress lines say), the fix's outcome, the summary's last three lines, and the
+load average before and after (other jobs on the machine stretch wall time). Prints one
+JSON document.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SCRIPT = Path(sys.executable).with_name("dflash-doctor")
+REPO = Path(__file__).resolve().parents[1]
 DIED = "the run died (exit code 1) of torch's own error"
 
 
@@ -30,7 +31,14 @@ def one() -> dict[str, object]:
         env = {**os.environ, "XDG_STATE_HOME": state}
         load_before = os.getloadavg()
         started = time.monotonic()
-        run = subprocess.run([SCRIPT, "demo"], capture_output=True, text=True, timeout=900, env=env)
+        run = subprocess.run(
+            [sys.executable, "-m", "examples.demo"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
         wall = time.monotonic() - started
     lines = run.stdout.strip().splitlines()
     outcome = next(

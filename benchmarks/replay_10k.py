@@ -21,11 +21,11 @@ from pathlib import Path
 
 os.environ.setdefault("XDG_STATE_HOME", tempfile.mkdtemp(prefix="bench-state-"))
 
-from agent.replay import replay
-from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
+from agent.graph.state import DiagnosisState
+from agent.sessions.config import SessionConfig
+from agent.sessions.replay import replay
+from agent.sessions.runner import build_doctor, record_outcome, run_session
+from agent.sessions.session import Session
 from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport import LocalTransport

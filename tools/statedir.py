@@ -3,11 +3,10 @@
 is refused in one line: the XDG spec makes it invalid, and ignoring it would put the
 state where the user did not say.
 
-The one definition of it: ``agent.session.app_state()`` creates that directory (0700) for
-the sessions, snapshots and health history from ``state_home`` here; this module only
-names it, without creating anything, for what ``tools/`` keeps there (``tools/`` never
-imports ``agent/``): the transcript key (``tools.signing``), which a replay looks up and
-must not create.
+The one definition of it: ``app_state_dir()`` names it without creating anything (the
+transcript key, ``tools.signing``, is looked up there by a replay, which must not create
+it); ``ensure_app_state_dir()`` creates it, private to its user, for the sessions,
+snapshots and health history.
 """
 
 from __future__ import annotations
@@ -42,3 +41,18 @@ def state_home() -> Path:
 def app_state_dir() -> Path:
     """The state directory, named, not created."""
     return state_home() / APP
+
+
+def ensure_app_state_dir() -> Path:
+    """The app's state directory, private to its user (0700): transcripts, ledgers and
+    snapshots describe the training hosts, and a redacted transcript still names paths."""
+    path = app_state_dir()
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)  # made by an older version, or under a looser umask
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot use it as the state directory ($XDG_STATE_HOME): {exc.strerror}"
+        ) from None
+    return path

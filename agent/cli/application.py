@@ -70,11 +70,6 @@ COMMANDS: dict[str, Command] = {
     "report": Command(
         "agent.cli.report", "report", "Render a recorded session as a report (md, html or json)."
     ),
-    "demo": Command(
-        "agent.cli.demo",
-        "demo",
-        "Run the reference trainer, break it as the incident did, diagnose, fix.",
-    ),
     "init": Command("agent.cli.init", "init", "Write a commented doctor.toml template."),
     "health": Command(
         "agent.cli.health",

@@ -61,21 +61,21 @@ def diagnose(
     *,
     ssh: SSHOptions,
 ) -> None:
-    from agent.baseline import baseline_store
+    from agent.analysis.baseline import baseline_store
     from agent.cli.drive import drive
     from agent.cli.sessions import say_settings
-    from agent.hypotheses import KINDS
-    from agent.session import Session, ssh_dict
-    from agent.session_config import SessionConfig
-    from agent.state import DiagnosisState
-    from agent.targets import resolve_target
+    from agent.graph.state import DiagnosisState
+    from agent.model.hypotheses import KINDS
+    from agent.sessions.config import SessionConfig
+    from agent.sessions.session import Session, ssh_dict
+    from agent.sessions.targets import resolve_target
 
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     if hypothesis is not None and hypothesis not in KINDS:
         raise UsageError(f"--hypothesis {hypothesis!r}: not one of {', '.join(KINDS)}")
     if proposer is not None:
         # Only then: langchain's chat-model modules cost every other diagnosis nothing.
-        from agent.proposer import load_model
+        from agent.graph.proposer import load_model
 
         load_model(proposer)  # a proposer that cannot be built fails before anything runs
     if baseline is not None:

@@ -9,22 +9,22 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 
-from agent.fix_site import site_for
-from agent.playbook_adapter import adapt
+from agent.graph.fix_site import site_for
+from agent.graph.playbook_adapter import adapt
 from agent.report import terminal as guided
 from agent.report.build import build_report
 from agent.report.markdown import render_markdown
-from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session
-from agent.summaries import fact_summary
+from agent.report.summaries import fact_summary
+from agent.sessions.runner import build_doctor, record_outcome, run_session
+from agent.sessions.session import Session
 from playbooks import default_playbooks
 from tools.errors import UsageError
 from tools.text import model_json
 
 if TYPE_CHECKING:
-    from agent.doctor import Doctor
+    from agent.graph.doctor import Doctor
+    from agent.graph.state import DiagnosisState
     from agent.report.model import Report
-    from agent.state import DiagnosisState
 
 
 def drive(
@@ -43,7 +43,7 @@ def drive(
         transport = session.target(session.config.target)
         spec = session.config.spec
         # Fixes need to know where the trainer lives: its workspace, launch and logs, from
-        # the profile and the facts when a plan is made (agent.fix_site). Without a
+        # the profile and the facts when a plan is made (agent.graph.fix_site). Without a
         # workspace, the diagnosis still runs and no playbook is offered.
         playbooks = (
             adapt(default_playbooks(), site_for(spec, transport), transport)
@@ -52,7 +52,7 @@ def drive(
         )
         proposers = []
         if session.config.proposer:
-            from agent.proposer import LLMProposer, load_model  # langchain's chat models
+            from agent.graph.proposer import LLMProposer, load_model  # langchain's chat models
 
             proposers.append(LLMProposer(load_model(session.config.proposer)))
         doctor = build_doctor(
@@ -136,7 +136,7 @@ def _prompt(text: str) -> str:
 
 
 def _pending_question(session: Session, doctor: Doctor) -> dict[str, Any] | None:
-    from agent.graph import build_graph, sqlite_checkpointer
+    from agent.graph.wiring import build_graph, sqlite_checkpointer
 
     graph = build_graph(
         doctor.rules, checkpointer=sqlite_checkpointer(session.graph_path, session.recorded)

@@ -32,9 +32,9 @@ def facts(
     from rich.console import Console
     from rich.table import Table
 
-    from agent.gather import SweepGatherer
-    from agent.summaries import fact_summary
-    from agent.targets import resolve_target
+    from agent.graph.gather import SweepGatherer
+    from agent.report.summaries import fact_summary
+    from agent.sessions.targets import resolve_target
 
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     probes = probe_list(only)

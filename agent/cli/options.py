@@ -42,7 +42,7 @@ def one_of(*allowed: str) -> Callable[[str], str]:
     return check
 
 
-# What a target is: a URI or a profile's name (resolved by agent.targets).
+# What a target is: a URI or a profile's name (resolved by agent.sessions.targets).
 Target = Annotated[str | None, typer.Option("--target", "-t", help="URI or profile name.")]
 # exec runs one command, so it takes a URI only, local by default.
 TargetURI = Annotated[

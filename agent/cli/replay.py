@@ -21,7 +21,7 @@ def replay(
         ),
     ] = False,
 ) -> None:
-    from agent.replay import replay as replay_transcript
+    from agent.sessions.replay import replay as replay_transcript
 
     result = replay_transcript(path, require_signature=require_signature)
     if as_json:

@@ -25,10 +25,10 @@ def report(
         ),
     ] = False,
 ) -> None:
-    from agent.recorded import load_recorded
     from agent.report.build import build_report
     from agent.report.html import render_html
     from agent.report.markdown import render_markdown
+    from agent.sessions.recorded import load_recorded
 
     if out is not None:
         may_write(out, force=force, what="the report")

@@ -21,7 +21,7 @@ def resume(
     full: Full = False,
 ) -> None:
     from agent.cli.drive import drive
-    from agent.session import Session
+    from agent.sessions.session import Session
 
     if sys.stdin.isatty():
         keep_off_prompts()

@@ -10,15 +10,15 @@ import typer
 from tools.log import bind_contextvars
 
 if TYPE_CHECKING:
-    from agent.session import Session
-    from agent.targets import Resolved
+    from agent.sessions.session import Session
+    from agent.sessions.targets import Resolved
     from tools.transport.ssh_options import SSHOptions
     from tools.transport.uri import TargetURI
 
 
 def open_session(command: str, uri: TargetURI, ssh: SSHOptions) -> Session:
     """A recorded session for one command on ``uri``, its host name redacted."""
-    from agent.session import Session
+    from agent.sessions.session import Session
 
     session = Session(
         ssh=ssh,

@@ -21,9 +21,9 @@ def snapshot(
     *,
     ssh: SSHOptions,
 ) -> None:
-    from agent.baseline import baseline_store
-    from agent.gather import SweepGatherer
-    from agent.targets import resolve_target
+    from agent.analysis.baseline import baseline_store
+    from agent.graph.gather import SweepGatherer
+    from agent.sessions.targets import resolve_target
 
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
     store = baseline_store()

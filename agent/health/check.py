@@ -20,13 +20,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from agent import applies, timing
-from agent.baseline import DiffEntry, Snapshot, baseline_store
-from agent.claims import Claim, RatioBelow, Ref, check, resolve
-from agent.diff_keys import comparables
-from agent.doctor import Doctor
-from agent.facts import Fact, Ledger, latest, observed
-from agent.gather import SweepGatherer
+from agent.analysis import applies, timing
+from agent.analysis.baseline import DiffEntry, Snapshot, baseline_store
+from agent.analysis.diff_keys import comparables
+from agent.analysis.symptoms import Symptom, broken, is_fault, observed_healthy
+from agent.analysis.throughput import primary_entry, subject
+from agent.graph.doctor import Doctor
+from agent.graph.gather import SweepGatherer
+from agent.graph.state import DiagnosisState
 from agent.health.model import (
     APPLIES_CHECK,
     REGRESSED_BELOW,
@@ -44,15 +45,14 @@ from agent.health.model import (
     TargetResult,
     figure,
 )
-from agent.hypotheses import TITLES, Hypothesis
+from agent.model.claims import Claim, RatioBelow, Ref, check, resolve
+from agent.model.facts import Fact, Ledger, latest, observed
+from agent.model.hypotheses import TITLES, Hypothesis
 from agent.rules import default_rules
 from agent.rules.base import Rule
-from agent.runner import record_outcome, run_session
-from agent.session import Session, ssh_dict
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
-from agent.symptoms import Symptom, broken, is_fault, observed_healthy
-from agent.throughput import primary_entry, subject
+from agent.sessions.config import SessionConfig
+from agent.sessions.runner import record_outcome, run_session
+from agent.sessions.session import Session, ssh_dict
 from tools.errors import DoctorError, TransportError
 from tools.figures import finite_number
 from tools.log import get_logger
@@ -446,7 +446,7 @@ def _quantity(speed: DiffEntry) -> str:
 
 def _source(ledger: Ledger, ref: Ref) -> str:
     """Where a derived baseline value was read: a checkpoint's record or the log's early
-    window (``agent.throughput``: ``early_median``)."""
+    window (``agent.analysis.throughput``: ``early_median``)."""
     fact = ledger.get(ref.fact)
     if fact.probe == "checkpoints":
         read = timing.baseline_checkpoints([ref], ledger)

@@ -1,6 +1,6 @@
 """What a health check produces: per-target results made of checks, and the run's exit code.
 
-Every sentence a result carries is a claim verdict rendered by ``agent.claims`` (with the
+Every sentence a result carries is a claim verdict rendered by ``agent.model.claims`` (with the
 fact ids it cites), a value read from a cited fact, or what the doctor itself met on the
 way (a transport error, a time limit): never prose about the target.
 
@@ -33,7 +33,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.symptoms import DROP
+from agent.analysis.symptoms import DROP
 
 FORMAT: Final = "dflash-doctor-health/1"
 
@@ -45,9 +45,9 @@ EXIT_HEALTHY, EXIT_REGRESSION, EXIT_NOT_CHECKED = 0, 1, 2
 SWEEP_CHECK = "sweep"
 THROUGHPUT_CHECK = "throughput"  # the judged tokens/s against the baseline's
 THROUGHPUT_TITLE = "tokens/s against the baseline"
-SYMPTOMS_CHECK = "symptoms"  # what the run did over time (agent.symptoms)
+SYMPTOMS_CHECK = "symptoms"  # what the run did over time (agent.analysis.symptoms)
 SYMPTOMS_TITLE = "what the run did over time"
-APPLIES_CHECK = "applies"  # an apply of the doctor's left unfinished (agent.applies)
+APPLIES_CHECK = "applies"  # an apply of the doctor's left unfinished (agent.analysis.applies)
 
 # The ratio below which the judged tokens/s is a regression: the symptom layer's drop,
 # so that "fell" means one thing, whether against the run's own earlier windows (a

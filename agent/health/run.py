@@ -23,11 +23,12 @@ from agent.health.check import Cancel, HealthTarget, bounded_ssh, check_target
 from agent.health.fleet import CheckFn, run_fleet
 from agent.health.history import HealthHistory
 from agent.health.model import HealthRun, TargetResult, exit_code
-from agent.session import app_state, new_session_id
-from agent.targets import resolve_target
+from agent.sessions.session import new_session_id
+from agent.sessions.targets import resolve_target
 from tools.errors import UsageError
 from tools.profile import default_config_path, load_config
 from tools.pseudonym import HostNames, host_names
+from tools.statedir import ensure_app_state_dir
 from tools.transport import SSHOptions
 from tools.transport.uri import parse_target
 
@@ -43,7 +44,7 @@ __all__ = [
 
 
 def health_home() -> Path:
-    return app_state() / "health"
+    return ensure_app_state_dir() / "health"
 
 
 def _baselines(given: Sequence[str], targets: Sequence[tuple[str, str]]) -> dict[str, str | None]:

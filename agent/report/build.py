@@ -1,6 +1,6 @@
 """A report built only from the final state and the ledger.
 
-Every sentence in a report is either a claim verdict (rendered by ``agent.claims`` from
+Every sentence in a report is either a claim verdict (rendered by ``agent.model.claims`` from
 the predicate and the cited values), a diff entry (two cited values), or a fact listing
 (the command that produced it). Titles name a hypothesis kind or a section; they assert
 nothing. There is no place here for free text about the target.
@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 import shlex
 
-from agent import applies, timing
-from agent import symptoms as symptoms_layer
-from agent.baseline import DiffEntry
-from agent.claims import ClaimVerdict
-from agent.facts import Ledger, latest, observed
-from agent.hypotheses import TITLES, Hypothesis
+from agent.analysis import applies, timing
+from agent.analysis import symptoms as symptoms_layer
+from agent.analysis.baseline import DiffEntry
+from agent.analysis.throughput import subject
+from agent.graph.state import DiagnosisState
+from agent.model.claims import ClaimVerdict
+from agent.model.facts import Ledger, latest, observed
+from agent.model.hypotheses import TITLES, Hypothesis
 from agent.report.model import (
     VERDICT_TEXT,
     ClaimDoc,
@@ -26,8 +28,6 @@ from agent.report.model import (
     Report,
     Section,
 )
-from agent.state import DiagnosisState
-from agent.throughput import subject
 
 
 def _symptom_lines(state: DiagnosisState, ledger: Ledger) -> list[Line]:
@@ -154,7 +154,7 @@ def _since_it_worked(
     drop = timing.subject_drop(state.symptoms)
     if drop is not None and drop.began is not None and drop.began_step is not None:
         # What "when it worked" is: the state before the change the drop began at; without
-        # a snapshot, the checkpoint the derived baseline read (agent.diff_keys).
+        # a snapshot, the checkpoint the derived baseline read (agent.analysis.diff_keys).
         began = f"the change at step {drop.began_step:,.0f} [{drop.began.fact}]"
         for name, step, fact in timing.baseline_checkpoints([d.baseline for d in entries], ledger):
             if isinstance(step, int | float):

@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from agent.claims import unshown, window_series
-from agent.facts import Fact, Ledger, latest, observed
+from agent.analysis.symptoms import Symptom
+from agent.analysis.throughput import subject
+from agent.graph.state import DiagnosisState
+from agent.model.claims import unshown, window_series
+from agent.model.facts import Fact, Ledger, latest, observed
 from agent.report.model import Report
 from agent.report.threads import CSS as THREAD_CSS
 from agent.report.threads import thread_bars
-from agent.state import DiagnosisState
-from agent.symptoms import Symptom
-from agent.throughput import subject
 
 _ID = re.compile(r"\[(F-[0-9a-f]{4,})\]")
 
@@ -151,7 +151,7 @@ def _first_line(window: object) -> int | None:
 
 
 def throughput_series(fact: Fact | None, label: str) -> Series | None:
-    """The judged throughput (agent.throughput's subject: the drafter series, a sum over
+    """The judged throughput (agent.analysis.throughput's subject: the drafter series, a sum over
     several, or the log's one series) per log window of a train-log fact, at the step of
     the window's start, in run segments (``split_runs``)."""
     if fact is None:

@@ -1,7 +1,7 @@
 """The terminal side of a guided session: show the evidence and the ranked hypotheses,
 then ask what next — test a named hypothesis, run more probes, pick a playbook, or stop.
 
-The graph asks the question (an ``interrupt`` in ``agent.nodes.guide``); this module only
+The graph asks the question (an ``interrupt`` in ``agent.graph.nodes.guide``); this module only
 shows what the report says and turns keystrokes into a ``Choice``. Nothing here decides
 anything about the target: every line shown is a report line, with its fact ids.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from agent.claims import with_cites
+from agent.model.claims import with_cites
 from agent.report.markdown import MARK
 from agent.report.model import Report
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from agent.facts import Fact
+from agent.model.facts import Fact
 from tools.probes._activities import ACTIVITIES
 
 MAX_THREADS = 16  # per process, in the fact's order (the busiest first)

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent.baseline import DiffEntry
-from agent.claims import MISSING, Claim, Equal, Ref, resolve
-from agent.facts import Fact, Ledger, latest
-from agent.hypotheses import Hypothesis, Kind
+from agent.analysis.baseline import DiffEntry
+from agent.model.claims import MISSING, Claim, Equal, Ref, resolve
+from agent.model.facts import Fact, Ledger, latest
+from agent.model.hypotheses import Hypothesis, Kind
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Evidence:
     diff: Sequence[DiffEntry] = field(default_factory=list)
 
     def latest(self, probe: str) -> Fact | None:
-        """The newest ``probe`` fact, failed included (``agent.facts.latest``'s rule)."""
+        """The newest ``probe`` fact, failed included (``agent.model.facts.latest``'s rule)."""
         return latest(self.ledger, self.fact_ids, probe)
 
     def value(self, probe: str, *path: str | int) -> object:

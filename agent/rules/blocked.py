@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.claims import AtLeast, AtMost, Claim, Equal, Exists
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
-from agent.progress import STALL_FLOOR
+from agent.analysis.progress import STALL_FLOOR
+from agent.model.claims import AtLeast, AtMost, Claim, Equal, Exists
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
 from agent.rules.live_threads import as_dict, processes, who
 

@@ -3,8 +3,8 @@ directories, a train log whose last line was cut."""
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, Claim, Equal
-from agent.hypotheses import Hypothesis, Kind
+from agent.model.claims import AtLeast, Claim, Equal
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, ref
 
 

@@ -11,9 +11,9 @@ the baseline's, so everything the baseline had was deleted and rebuilt since.
 
 from __future__ import annotations
 
-from agent.claims import Absent, AtLeast, Claim, Greater, Matches
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind
+from agent.model.claims import Absent, AtLeast, Claim, Greater, Matches
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, ref
 
 # Where a cache's path came from when the trainer's configuration names it (see

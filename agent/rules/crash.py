@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.claims import AtLeast, AtMost, Claim, Exists, Matches
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import AtLeast, AtMost, Claim, Exists, Matches
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, has, ref
 from tools.parsers.signatures import COLLECTIVE_TIMEOUT, CUDA_OOM, FX_NESTED_TRACE, SIGNATURES
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
-from agent.claims import AtLeast, AtMost, Claim, Equal, Matches, RatioBelow
-from agent.hypotheses import Hypothesis, Kind
+from agent.analysis.throughput import primary_entry
+from agent.model.claims import AtLeast, AtMost, Claim, Equal, Matches, RatioBelow
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref, trace_words
 from agent.rules.live_threads import SHARE, as_dict, doing, processes, who
-from agent.throughput import primary_entry
 from tools.parsers.signatures import (
     EAGER_FALLBACK,
     FLEX_EAGER,

@@ -2,7 +2,7 @@
 from the baseline (a snapshot, or what the newest checkpoint or a saved environment file
 recorded, read as canonical quantities whatever the trainer's format).
 
-Versions are compared as versions (``VersionDiffers``, see ``agent.versions``); torch's
+Versions are compared as versions (``VersionDiffers``, see ``agent.model.versions``); torch's
 git hash and file counts exactly. Nothing is compared that one side does not record:
 a version a checkpoint records while the installed one was not observed is an
 unverifiable claim, and with nothing recorded at all the family is not proposed, since
@@ -11,12 +11,12 @@ nothing said the trainer kept a record to compare with.
 
 from __future__ import annotations
 
-from agent.claims import MISSING, Claim, Differs, Ref, VersionDiffers, resolve
-from agent.diff_keys import ENVIRONMENT_KEYS, STATIC, VERSION_KEYS
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.analysis.diff_keys import ENVIRONMENT_KEYS, STATIC, VERSION_KEYS
+from agent.model.claims import MISSING, Claim, Differs, Ref, VersionDiffers, resolve
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.versions import difference
 from agent.rules.base import Evidence
-from agent.versions import difference
 
 
 def _compare(key: str, now: object, then: object) -> str:

@@ -12,8 +12,8 @@ is inside a compiled function.
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, binds_check_at_wrap, has, ref
 from agent.rules.live_threads import as_dict, processes
 from tools.parsers.signatures import (

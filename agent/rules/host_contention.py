@@ -20,8 +20,8 @@ in another container shows as busy cores and a queue with no name.
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, Claim, Exists, Greater, RatioAtLeast
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import AtLeast, Claim, Exists, Greater, RatioAtLeast
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
 from agent.rules.live_threads import as_dict, processes
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.claims import Claim, Exists
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import Claim, Exists
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
 from agent.rules.live_threads import (
     doing,

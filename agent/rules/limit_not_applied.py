@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent.claims import Claim, Differs, Equal, Exists, Matches
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import Claim, Differs, Equal, Exists, Matches
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
 from tools.parsers.signatures import RECOMPILE_LIMIT, console_path
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent.claims import AtLeast, Claim, Equal, Exists, Matches
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import AtLeast, Claim, Equal, Exists, Matches
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import ref
 
 SHARE = 0.6  # of a thread's samples in the activity a family names

@@ -10,9 +10,9 @@ error logged after the announcement is one the patch did not prevent.
 
 from __future__ import annotations
 
-from agent.claims import AtLeast, Claim, Greater
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind
+from agent.model.claims import AtLeast, Claim, Greater
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, binds_check_at_wrap, ref
 from tools.parsers.signatures import FX_CHECK_PATCH, FX_NESTED_TRACE, console_path
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.claims import Claim, Differs
-from agent.hypotheses import Hypothesis, Kind
+from agent.model.claims import Claim, Differs
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.claims import AtLeast, Claim, Exists, Greater, Matches, Ref
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind, Prediction
+from agent.model.claims import AtLeast, Claim, Exists, Greater, Matches, Ref
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref, trace_words
 
 # New sizes of one dimension before a function's recompiles are churn: dynamo's

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent.claims import (
+from agent.model.claims import (
     Absent,
     AtLeast,
     AtMost,
@@ -30,8 +30,8 @@ from agent.claims import (
     WindowRatio,
     check,
 )
-from agent.facts import Fact, Ledger
-from agent.versions import difference
+from agent.model.facts import Fact, Ledger
+from agent.model.versions import difference
 from tests.lib.probe_workspace import train_log_lines, write_pt
 from tests.lib.torch_error_texts import FX_ERROR
 
@@ -145,7 +145,7 @@ def test_selector_paths_pick_list_items_by_key(ledger: Ledger) -> None:
 
 def test_every_predicate_is_in_the_union() -> None:
     """A predicate class missing from the discriminated union could not be used in a claim."""
-    from agent.claims import PREDICATES, Ref
+    from agent.model.claims import PREDICATES, Ref
 
     for cls in PREDICATES:
         fields: dict[str, Ref] = {n: Ref(fact="F-1") for n in ("a", "b") if n in cls.model_fields}
@@ -306,7 +306,7 @@ def test_diff_entry_with_a_400_digit_value_is_stored_in_the_session_state(
     the entry still says whether the two sides differ."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from agent.baseline import Comparable, diff
+    from agent.analysis.baseline import Comparable, diff
 
     now = add(ledger, {"tokens_per_s": HUGE, "list": [HUGE, 1]}, probe="checkpoints")
     table = [

@@ -334,7 +334,7 @@ def test_the_command_time_limit_bounds_connecting_too(tmp_path: Path) -> None:
     assert took < 15, f"exec --timeout 3 took {took:.1f}s to give up connecting"
 
 
-COMMANDS = ["exec", "facts", "snapshot", "diagnose", "resume", "replay", "report", "demo"]
+COMMANDS = ["exec", "facts", "snapshot", "diagnose", "resume", "replay", "report"]
 
 
 @pytest.mark.parametrize("command", [*COMMANDS, "init", "health"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.targets import resolve_target
+from agent.sessions.targets import resolve_target
 from tests.lib.cli import cli
 from tests.lib.sshd import SSHServer
 from tools.errors import ConfigError

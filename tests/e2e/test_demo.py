@@ -10,25 +10,28 @@ from pathlib import Path
 
 import pytest
 
-from agent.demo import Break, RunFigure, _fixed
-from agent.state import FixOutcome
+from agent.graph.state import FixOutcome
+from examples.demo.run import Break, RunFigure, _fixed
 from tests.lib.torch_error_texts import FX_ERROR
 
-SCRIPT = Path(sys.executable).with_name("dflash-doctor")
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.torch
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_demo_breaks_the_run_diagnoses_fixes_and_prints_the_three_figures() -> None:
-    """`dflash-doctor demo`: the expanded run dies of torch's FX-tracing error, the race
-    is verified, lock-warmup is approved by the demo's policy and applied, and the last
-    three lines are `good N tok/s (…)`, `broken N tok/s (…)`, `fixed N tok/s (…)`, each
-    saying where its figure comes from (or, with no figure, why)."""
-    from tests.lib.need import need
-
-    need(SCRIPT.exists(), "dflash-doctor", "install the package into this interpreter's env")
-    run = subprocess.run([SCRIPT, "demo"], capture_output=True, text=True, timeout=540)
+    """`python -m examples.demo` (what `make demo` runs): the expanded run dies of torch's FX-
+    tracing error, the race is verified, lock-warmup is approved by the demo's policy and
+    applied, and the last three lines are `good N tok/s (…)`, `broken N tok/s (…)`, `fixed N
+    tok/s (…)`, each saying where its figure comes from (or, with no figure, why)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "examples.demo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     # The console wraps long lines at its width: compare text with whitespace collapsed.
     progress, out = " ".join(run.stderr.split()), run.stdout

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from agent.hypotheses import Hypothesis
-from agent.state import DiagnosisState
-from agent.symptoms import is_fault, slowed
+from agent.analysis.symptoms import is_fault, slowed
+from agent.graph.state import DiagnosisState
+from agent.model.hypotheses import Hypothesis
 from tests.lib.diagnosis import assert_grounded, diagnose, explain, snapshot, statuses
 from tests.lib.workspaces import (
     CHURN_ADD,

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from agent.baseline import diff
-from agent.claims import Claim, Ref, VersionDiffers, check, resolve
-from agent.diff_keys import comparables
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, verify
+from agent.analysis.baseline import diff
+from agent.analysis.diff_keys import comparables
+from agent.model.claims import Claim, Ref, VersionDiffers, check, resolve
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, verify
+from agent.model.versions import difference
 from agent.rules.base import Evidence
 from agent.rules.environment_drift import EnvironmentDrift
-from agent.versions import difference
 
 TORCH = "2.13.0+cpu"
 
@@ -224,12 +224,12 @@ def test_version_claim_on_text_that_is_no_version_is_unverifiable() -> None:
 def diagnose_foreign(tmp_path: Path, recorded_torch: str) -> tuple[Any, Ledger, str]:
     """The real probes and graph on a checkpoint directory no reference trainer wrote:
     ``outputs/step_100/meta.json`` holding ``{"torch": recorded_torch}``."""
+    from agent.graph.state import DiagnosisState
     from agent.report.build import build_report
     from agent.report.markdown import render_markdown
-    from agent.runner import build_doctor, run_session
-    from agent.session import Session
-    from agent.session_config import SessionConfig
-    from agent.state import DiagnosisState
+    from agent.sessions.config import SessionConfig
+    from agent.sessions.runner import build_doctor, run_session
+    from agent.sessions.session import Session
     from tools.sweep import SweepSpec
 
     ck = tmp_path / "outputs"

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agent.facts import Fact, Ledger
+from agent.model.facts import Fact, Ledger
 from tests.lib.cli import SCRIPT
 from tools.parsers.trainlog import summarize_log
 from tools.probes import checkpoints, layout

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from agent.claims import ClaimVerdict
-from agent.proposer import form_claim, parse_answer
+from agent.graph.proposer import form_claim, parse_answer
+from agent.model.claims import ClaimVerdict
 from agent.rules import default_rules
-from agent.session import app_state
 from tests.lib.cli import SCRIPT
 from tests.lib.torch_error_texts import FX_ERROR
 from tests.lib.workspaces import SMALL, Scenario, clone, ready_to_race
+from tools.statedir import ensure_app_state_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def race_ws(race_scenario: Scenario, tmp_path: Path) -> Path:
 
 
 def transcript(session: str) -> Path:
-    return app_state() / "sessions" / session / "transcript.jsonl"
+    return ensure_app_state_dir() / "sessions" / session / "transcript.jsonl"
 
 
 def events(session: str) -> list[dict[str, Any]]:

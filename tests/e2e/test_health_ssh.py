@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from agent.baseline import baseline_store
-from agent.facts import Fact, Ledger
-from agent.gather import SweepGatherer
+from agent.analysis.baseline import baseline_store
+from agent.graph.gather import SweepGatherer
 from agent.health.output import junit as health_junit
 from agent.health.output.names import FILES
+from agent.model.facts import Fact, Ledger
 from tests.lib import oracle
 from tests.lib.cli import cli
 from tests.lib.need import need

@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agent.progress import STALL_FLOOR
+from agent.analysis.progress import STALL_FLOOR
 from agent.report.model import SCHEMA
 from tests.lib import oracle, oracle_bars
 from tests.lib.foreign_trainers import cli, launch, log_tail, offline_env

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from agent.facts import Fact, Ledger, latest
-from agent.recorded import load_recorded
+from agent.analysis.symptoms import check_all, find
+from agent.graph.state import DiagnosisState
+from agent.model.facts import Fact, Ledger, latest
 from agent.report.build import build_report
 from agent.report.html import (
     BASELINE,
@@ -31,11 +32,10 @@ from agent.report.html import (
     throughput_series,
     unplaced_crashes,
 )
-from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
-from agent.symptoms import check_all, find
+from agent.sessions.config import SessionConfig
+from agent.sessions.recorded import load_recorded
+from agent.sessions.runner import build_doctor, record_outcome, run_session
+from agent.sessions.session import Session
 from tests.lib import oracle
 from tests.lib.browser import browse
 from tests.lib.cli import cli

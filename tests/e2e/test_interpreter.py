@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.targets import resolve_target
+from agent.sessions.targets import resolve_target
 from tests.lib.sshd import SSHServer, options
 from tests.lib.venv import make_venv
 from tools.sweep import SweepSpec, sweep

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from agent.progress import STALL_FLOOR
+from agent.analysis.progress import STALL_FLOOR
 from agent.report.threads import COLORS
 from tests.lib import oracle
 from tests.lib.browser import browse

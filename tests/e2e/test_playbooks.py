@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.demo import reference_site
+from examples.demo.run import reference_site
 from playbooks import LockWarmup, ProcessIsolation, Remote, TrainerSite, Transaction
 from playbooks.base import FX_TRACE
 from playbooks.launch import with_env, with_flag

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.demo import reference_site
+from examples.demo.run import reference_site
 from playbooks import ApplyError, RecompileLimit, Remote, TrainerSite, Transaction
 from playbooks.recompile_limit import WARNING
 from tests.lib.workspaces import SMALL, Scenario, clone, gather_local, trainer

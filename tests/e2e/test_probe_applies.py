@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from agent import applies as agent_applies
-from agent.facts import Fact, Ledger
+from agent.analysis import applies as agent_applies
+from agent.model.facts import Fact, Ledger
 from playbooks import Remote
 from playbooks.journal import Journal, this_process
 from tests.lib import oracle

@@ -1,7 +1,7 @@
 """The package's public surface and the names old sessions stored.
 
 ``agent`` exports its surface lazily (``__all__``), so importing it costs nothing; paused
-sessions checkpointed before a rename still load (``agent.graph.CHECKPOINT_TYPES``).
+sessions checkpointed before a rename still load (``agent.graph.wiring.CHECKPOINT_TYPES``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import get_args
 from pydantic import BaseModel
 
 import agent
-from agent.graph import CHECKPOINT_TYPES
-from agent.state import DiagnosisState
+from agent.graph.state import DiagnosisState
+from agent.graph.wiring import CHECKPOINT_TYPES
 
 
 def test_every_public_name_resolves_to_its_home() -> None:

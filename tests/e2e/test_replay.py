@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from agent.cli import app
-from agent.replay import replay
+from agent.graph.state import DiagnosisState
 from agent.rules import default_rules
 from agent.rules.fx_trace_race import FxTraceRace
-from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
+from agent.sessions.config import SessionConfig
+from agent.sessions.replay import replay
+from agent.sessions.runner import build_doctor, record_outcome, run_session
+from agent.sessions.session import Session
 from tests.lib.cli import cli
 from tools.sweep import SweepSpec
 from tools.transcript import TranscriptWriter, read_transcript
@@ -63,7 +63,7 @@ def test_a_changed_rule_is_a_readable_diff_and_exit_1(
     result = replay(transcript, rules=rules)
     assert not result.same
     assert "-fx_trace_race: refuted" in result.differences
-    monkeypatch.setattr("agent.replay.default_rules", lambda: rules)
+    monkeypatch.setattr("agent.sessions.replay.default_rules", lambda: rules)
     from typer.testing import CliRunner
 
     outcome = CliRunner().invoke(app, ["-q", "replay", str(transcript)])

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.facts import Fact
-from agent.hypotheses import Hypothesis, Kind
+from agent.graph.state import DiagnosisState
+from agent.model.facts import Fact
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
-from agent.runner import build_doctor, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
+from agent.sessions.config import SessionConfig
+from agent.sessions.runner import build_doctor, run_session
+from agent.sessions.session import Session
 from tests.lib.cli import cli
 from tools.sweep import SweepSpec
 

@@ -200,7 +200,7 @@ def test_a_relative_xdg_state_home_is_refused_not_ignored(tmp_path: Path) -> Non
 
 HOLD = """
 import sys, time
-from agent.session import Session
+from agent.sessions.session import Session
 session = Session.reopen(sys.argv[1])
 print("held", flush=True)
 time.sleep(120)

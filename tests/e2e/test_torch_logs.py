@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from agent.claims import check
-from agent.facts import Fact, Ledger
+from agent.model.claims import check
+from agent.model.facts import Fact, Ledger
 from agent.rules.base import Evidence
 from agent.rules.eager_fallback import SilentEagerFallback
 from tools.parsers import stdoutlog

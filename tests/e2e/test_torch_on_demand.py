@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from agent.baseline import baseline_store
-from agent.claims import resolve
-from agent.facts import Fact, Ledger
+from agent.analysis.baseline import baseline_store
+from agent.graph.state import DiagnosisState
 from agent.health.check import HealthTarget, check_target
-from agent.hypotheses import Hypothesis
+from agent.model.claims import resolve
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis
 from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
 from agent.rules.fx_trace_race import FxTraceRace
-from agent.runner import build_doctor, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
+from agent.sessions.config import SessionConfig
+from agent.sessions.runner import build_doctor, run_session
+from agent.sessions.session import Session
 from tools.sweep import SweepSpec
 from tools.transcript import read_transcript
 from tools.transport import SSHOptions

@@ -30,12 +30,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.session import Session, app_state
-from agent.session_config import SessionConfig
+from agent.sessions.config import SessionConfig
+from agent.sessions.session import Session
 from tests.lib.cli import SCRIPT
 from tools.errors import ConfigError, TranscriptError, UsageError
 from tools.signing import KEY_BYTES, installation_key, load_key
-from tools.statedir import app_state_dir
+from tools.statedir import app_state_dir, ensure_app_state_dir
 from tools.transcript import TranscriptWriter, read_sealed, read_transcript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,7 +208,7 @@ def test_processes_starting_at_once_agree_on_one_key(tmp_path: Path) -> None:
 def test_the_key_lives_in_the_state_directory_the_sessions_use(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """One directory, named by tools.statedir and made by agent.session, whether the
+    """One directory, named by app_state_dir and made by ensure_app_state_dir, whether the
     variable is set or not; a relative one (invalid by the XDG spec) is refused by both
     in the same words, never quietly swapped for ~/.local/state."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -217,11 +217,11 @@ def test_the_key_lives_in_the_state_directory_the_sessions_use(
             monkeypatch.delenv("XDG_STATE_HOME", raising=False)
         else:
             monkeypatch.setenv("XDG_STATE_HOME", value)
-        assert app_state_dir() == app_state()
-        assert installation_key().path == app_state() / "transcript.key"
+        assert app_state_dir() == ensure_app_state_dir()
+        assert installation_key().path == ensure_app_state_dir() / "transcript.key"
     monkeypatch.setenv("XDG_STATE_HOME", "relative/xdg")
     refusals = []
-    for where in (app_state_dir, app_state, installation_key):
+    for where in (app_state_dir, ensure_app_state_dir, installation_key):
         with pytest.raises(UsageError) as refused:
             where()
         refusals.append(str(refused.value))

@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent.baseline import baseline_store
-from agent.facts import Ledger
+from agent.analysis.baseline import baseline_store
+from agent.graph.state import DiagnosisState
+from agent.model.facts import Ledger
 from agent.report.build import build_report
 from agent.report.markdown import render_markdown
-from agent.runner import build_doctor, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState
+from agent.sessions.config import SessionConfig
+from agent.sessions.runner import build_doctor, run_session
+from agent.sessions.session import Session
 from tests.lib import oracle
 from tools.sweep import SweepSpec
 

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from agent.facts import Fact, Ledger
+from agent.model.facts import Fact, Ledger
 from tools.parsers import trainlog
 
 

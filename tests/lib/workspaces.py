@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.facts import Fact, Ledger
-from agent.gather import SweepGatherer
+from agent.graph.gather import SweepGatherer
+from agent.model.facts import Fact, Ledger
 from tests.lib.need import need
 from tests.lib.torch_error_texts import FX_ERROR
 from tools.sweep import SweepSpec
@@ -114,7 +114,7 @@ class Scenario:
 
     def install_baseline(self, name: str) -> None:
         """Store the good state as baseline ``name`` in this test's state directory."""
-        from agent.baseline import baseline_store
+        from agent.analysis.baseline import baseline_store
 
         baseline_store().save(name, "local", self.good_facts)
 

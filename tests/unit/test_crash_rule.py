@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, rank, verify
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, rank, verify
+from agent.report.summaries import fact_summary
 from agent.rules.base import Evidence
 from agent.rules.crash import EPILOGUE_LINES, CrashStated
 from agent.rules.fx_trace_race import FxTraceRace
-from agent.summaries import fact_summary
 from tests.lib import torch_error_texts as texts
 from tests.lib.torch_error_texts import thread_crash
 from tools.parsers import stdoutlog

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.claims import (
+from agent.model.claims import (
     PREDICATES,
     Absent,
     AtLeast,
@@ -30,8 +30,8 @@ from agent.claims import (
     WindowRatio,
     check,
 )
-from agent.facts import Fact, Ledger
-from agent.hypotheses import verify
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import verify
 from agent.rules.base import Evidence
 from agent.rules.fx_trace_race import FxTraceRace
 from tests.lib import torch_error_texts as texts

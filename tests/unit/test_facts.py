@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agent.facts import Fact, Ledger, latest, observed
+from agent.model.facts import Fact, Ledger, latest, observed
 from tools.errors import LedgerError
 
 

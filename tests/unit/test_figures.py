@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from agent.facts import Fact
-from agent.progress import logging_interval
+from agent.analysis.progress import logging_interval
+from agent.model.facts import Fact
 from tools.figures import finite_number
 
 

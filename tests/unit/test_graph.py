@@ -11,15 +11,15 @@ from pathlib import Path
 
 from langgraph.types import Command
 
-from agent.claims import AtLeast, Claim, Ref
-from agent.doctor import Doctor
-from agent.facts import Fact, Ledger
-from agent.graph import build_graph, sqlite_checkpointer
-from agent.hypotheses import TITLES, Hypothesis, Kind
+from agent.analysis.symptoms import EXPLAINS_DROP
+from agent.graph.doctor import Doctor
+from agent.graph.state import DiagnosisState, FixOutcome, FixPlan
+from agent.graph.wiring import build_graph, sqlite_checkpointer
+from agent.model.claims import AtLeast, Claim, Ref
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import TITLES, Hypothesis, Kind
 from agent.report.build import build_report
 from agent.rules.base import Evidence
-from agent.state import DiagnosisState, FixOutcome, FixPlan
-from agent.symptoms import EXPLAINS_DROP
 
 
 class RecordingGatherer:
@@ -212,8 +212,8 @@ def test_approval_for_another_plan_is_refused(tmp_path: Path) -> None:
 def test_verification_claims_the_playbooks_own_signature_gone() -> None:
     """A playbook that answers another error than the FX trace (recompile-limit) gets a
     claim that its error is gone; the FX-trace claim is always there."""
-    from agent.claims import check
-    from agent.nodes import verification_claims
+    from agent.graph.nodes import verification_claims
+    from agent.model.claims import check
 
     ledger = Ledger()
     observed = {

@@ -15,22 +15,22 @@ from typing import Any
 import pytest
 import structlog
 
-from agent import runner
-from agent.baseline import baseline_store
+from agent.analysis.baseline import baseline_store
 from agent.cli import main
-from agent.facts import Fact, Ledger
-from agent.gather import SweepGatherer
-from agent.graph import build_graph
+from agent.graph.gather import SweepGatherer
+from agent.graph.wiring import build_graph
 from agent.health import check as health_check
 from agent.health.check import Cancel, HealthTarget, check_target, not_checked, probe_bundles
 from agent.health.fleet import run_fleet
 from agent.health.model import TargetResult, exit_code
 from agent.health.run import plan_targets, run_health
-from agent.hypotheses import Hypothesis, Kind
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules import default_rules
 from agent.rules.base import Evidence
-from agent.session import Session
-from agent.session_config import SessionConfig
+from agent.sessions import runner
+from agent.sessions.config import SessionConfig
+from agent.sessions.session import Session
 from tools.errors import ConfigError, ReadOnlyViolation, UsageError
 from tools.sweep import SweepSpec, build_plan, render
 from tools.transcript import read_transcript

@@ -27,17 +27,17 @@ from typing import Any
 import pytest
 import structlog
 
-from agent.baseline import baseline_store
+from agent.analysis.baseline import baseline_store
 from agent.cli import main
 from agent.cli.application import COMMANDS
-from agent.facts import Ledger
-from agent.gather import SweepGatherer
+from agent.graph.gather import SweepGatherer
 from agent.health.check import HealthTarget, check_target, not_checked
 from agent.health.history import HealthHistory
 from agent.health.model import HealthRun, TargetResult
 from agent.health.output.formats import trend_name, write
 from agent.health.output.names import FILES, FORMATS
 from agent.health.run import plan_targets, run_health
+from agent.model.facts import Ledger
 from tests.lib import oracle
 from tests.lib.cli import cli
 from tests.lib.probe_workspace import write_pt

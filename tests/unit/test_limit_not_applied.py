@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, verify
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, verify
 from agent.rules.base import Evidence
 from agent.rules.limit_not_applied import LimitNotApplied
 from tests.lib import torch_error_texts as texts

@@ -386,8 +386,8 @@ def test_caches_named_by_a_launch_file_and_the_trainer_process(tmp_path: Path) -
 
 def test_layout_fact_summary_names_what_was_taken(tmp_path: Path) -> None:
     """The facts table's line for a layout fact shows the best candidates it holds."""
-    from agent.facts import Fact
-    from agent.summaries import fact_summary
+    from agent.model.facts import Fact
+    from agent.report.summaries import fact_summary
 
     root = torchtune_root(tmp_path / "tt")
     line = fact_summary(Fact(probe="layout", target="local", value=discover(root)))

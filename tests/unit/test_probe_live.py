@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, verify
+from agent.analysis.symptoms import Symptom, is_fault
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, verify
 from agent.report.threads import thread_bars
 from agent.rules.base import Evidence
 from agent.rules.own_code import OwnCodeTime
-from agent.symptoms import Symptom, is_fault
 from tests.lib import oracle
 from tests.lib.need import need
 from tools.probes import live

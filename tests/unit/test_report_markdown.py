@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.recorded import load_recorded
 from agent.report.build import build_report
 from agent.report.markdown import render_markdown
 from agent.report.model import Report
+from agent.sessions.recorded import load_recorded
 
 TRANSCRIPTS = sorted((Path(__file__).resolve().parents[2] / "transcripts").glob("*.jsonl"))
 CITE = re.compile(r"F-[0-9a-f]{4,}")

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agent.baseline import Comparable, DiffEntry, Snapshot
-from agent.claims import AtLeast, Claim, Ref, check
-from agent.doctor import Doctor
-from agent.facts import Fact, Ledger
-from agent.graph import build_graph
-from agent.hypotheses import Hypothesis, verify
+from agent.analysis.baseline import Comparable, DiffEntry, Snapshot
+from agent.graph.doctor import Doctor
+from agent.graph.state import DiagnosisState
+from agent.graph.wiring import build_graph
+from agent.model.claims import AtLeast, Claim, Ref, check
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, verify
 from agent.report.build import build_report
 from agent.report.markdown import render_markdown
-from agent.state import DiagnosisState
 
 
 def test_symptoms_then_changes_then_hypotheses_and_unlocks_from_the_playbooks() -> None:
@@ -126,7 +126,7 @@ def test_every_output_cites_a_fact_once() -> None:
 
     from rich.console import Console
 
-    from agent.claims import with_cites
+    from agent.model.claims import with_cites
     from agent.report.html import render_html
     from agent.report.model import ClaimDoc, HypothesisDoc, Line, Report, Section
     from agent.report.terminal import show

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from agent.baseline import diff
-from agent.diff_keys import comparables
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, verify
+from agent.analysis.baseline import diff
+from agent.analysis.diff_keys import comparables
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, verify
 from agent.rules.base import Evidence
 from agent.rules.compile_cache import CompileCacheCold
 

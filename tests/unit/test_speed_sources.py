@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agent.facts import Fact, Ledger
-from agent.throughput import subject
+from agent.analysis.throughput import subject
+from agent.model.facts import Fact, Ledger
 from tests.lib import oracle
 from tools.parsers.trainlog import summarize_log
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.facts import Fact, Ledger
-from agent.symptoms import (
+from agent.analysis.symptoms import (
     change_points,
     check_all,
     explain,
@@ -19,6 +18,7 @@ from agent.symptoms import (
     observed_healthy,
     unexplained,
 )
+from agent.model.facts import Fact, Ledger
 from tests.lib.logs import fact_of, incident_log
 
 
@@ -166,8 +166,8 @@ def test_a_nightly_check_tells_a_drop_inside_the_run(tmp_path: Path) -> None:
     """Health: a drop of the judged throughput inside the run is told by the symptoms
     check, not judged, where the throughput check judged a figure against the baseline;
     where none was judged, the drop fails it. A steady run passes it, saying so."""
+    from agent.graph.state import DiagnosisState
     from agent.health.check import _symptom_check
-    from agent.state import DiagnosisState
 
     ledger = Ledger()
     for drop, judged, status, words in (
@@ -206,8 +206,8 @@ def test_a_nightly_check_fails_a_nan_loss_and_cannot_pass_a_run_without_a_speed(
     """Health: a loss gone NaN fails the symptoms check whatever the speed (the step it
     began is in the message); a log that holds no speed makes the check an error, so the
     target could not be checked, never "healthy"."""
+    from agent.graph.state import DiagnosisState
     from agent.health.check import _symptom_check
-    from agent.state import DiagnosisState
 
     ledger = Ledger()
     nan = tmp_path / "nan.jsonl"
@@ -272,8 +272,8 @@ def test_a_resume_the_console_states_is_a_restart_where_the_log_shows_none(
     printed before it; a log that itself shows a restart needs no second one."""
     import io
 
-    from agent.facts import Fact
-    from agent.progress import resumed_in_console
+    from agent.analysis.progress import resumed_in_console
+    from agent.model.facts import Fact
     from tools.parsers import stdoutlog
 
     ledger = Ledger()

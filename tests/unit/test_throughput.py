@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from agent.baseline import diff
-from agent.diff_keys import RECORDED_THROUGHPUT, comparables, drafter_group
-from agent.facts import Fact, Ledger
-from agent.hypotheses import verify
+from agent.analysis.baseline import diff
+from agent.analysis.diff_keys import RECORDED_THROUGHPUT, comparables, drafter_group
+from agent.analysis.throughput import PRIMARY_KEYS, primary_entry, subject
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import verify
 from agent.rules.base import Evidence
 from agent.rules.eager_fallback import SilentEagerFallback
-from agent.throughput import PRIMARY_KEYS, primary_entry, subject
 from tests.lib import torch_error_texts as texts
 from tools.parsers import stdoutlog, trainlog
 

@@ -9,15 +9,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent import timing
-from agent.baseline import DiffEntry, diff
-from agent.diff_keys import comparables
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, rank, verify
+from agent.analysis import timing
+from agent.analysis.baseline import DiffEntry, diff
+from agent.analysis.diff_keys import comparables
+from agent.analysis.symptoms import Symptom, check_all, explain, find, unexplained
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence
 from agent.rules.fx_trace_race import FxTraceRace
 from agent.rules.shape_churn import DatasetShapeChurn
-from agent.symptoms import Symptom, check_all, explain, find, unexplained
 from tests.lib import torch_error_texts as texts
 from tests.lib.logs import fact_of, incident_log
 from tools.parsers import stdoutlog

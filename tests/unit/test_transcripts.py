@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.recorded import load_recorded
-from agent.replay import replay
+from agent.sessions.recorded import load_recorded
+from agent.sessions.replay import replay
 from tools.transcript import read_transcript
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "transcripts"

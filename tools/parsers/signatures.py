@@ -238,7 +238,7 @@ SIGNATURES: Sequence[Signature] = (
 CAUSES = (CUDA_OOM, COLLECTIVE_TIMEOUT, NCCL_ERROR, CUDA_ERROR, FX_NESTED_TRACE, INDUCTOR_ERROR)
 MIDRUN = (CHECKPOINT_LOAD,)  # signatures whose first hit after a printed step is kept
 # What only torch's compiler prints: none of them in a run's console, and no compile site
-# in its scripts, sets the compiler's families aside (``agent.applicability``).
+# in its scripts, sets the compiler's families aside (``agent.graph.applicability``).
 COMPILER = (
     FX_NESTED_TRACE,
     RECOMPILE_LIMIT,

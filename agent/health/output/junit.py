@@ -15,8 +15,8 @@ import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
-from agent.claims import with_cites
 from agent.health.model import Check, HealthRun, TargetResult, exact
+from agent.model.claims import with_cites
 
 XSD = "junit.xsd"
 

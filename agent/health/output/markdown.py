@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from agent.claims import with_cites
 from agent.health.model import HealthRun, Metric, TargetResult, figure
 from agent.health.output.trend import sparkline
+from agent.model.claims import with_cites
 
 MARK = {"healthy": "✔ healthy", "regressed": "✘ regressed", "could_not_check": "? could not check"}
 CHECK_MARK = {"passed": "✔", "failed": "✘", "error": "?", "skipped": "–"}

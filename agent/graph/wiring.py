@@ -1,4 +1,4 @@
-"""The diagnosis graph, wiring only; the nodes live in ``agent.nodes``.
+"""The diagnosis graph, wiring only; the nodes live in ``agent.graph.nodes``.
 
     gather -> diff_baseline -> family_<kind> (one typed node per failure family, fanned
     out with Send; plus ``propose`` when an LLM proposer is configured) -> verify -> report
@@ -22,33 +22,33 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from agent import nodes
-from agent.claims import PREDICATES
-from agent.doctor import Doctor
+from agent.graph import nodes
+from agent.graph.doctor import Doctor
+from agent.graph.state import DiagnosisState
+from agent.model.claims import PREDICATES
 from agent.rules.base import Rule
-from agent.state import DiagnosisState
 from tools.errors import ConfigError
 from tools.localfile import refuse_special
 
 # Our own models that the checkpointer may turn back into objects (LangGraph refuses
 # unregistered types in strict mode and warns today).
 CHECKPOINT_TYPES = [
-    ("agent.state", "DiagnosisState"),
+    ("agent.graph.state", "DiagnosisState"),
     ("playbooks.base", "FixPlan"),
     ("playbooks.base", "FixOutcome"),
     ("playbooks.base", "FileChange"),
-    ("agent.hypotheses", "Hypothesis"),
-    ("agent.hypotheses", "Prediction"),
-    ("agent.claims", "Claim"),
-    ("agent.claims", "ClaimVerdict"),
-    ("agent.claims", "Ref"),
-    *[("agent.claims", cls.__name__) for cls in PREDICATES],
-    ("agent.baseline", "DiffEntry"),
-    ("agent.symptoms", "Symptom"),
-    ("agent.applicability", "NotApplicable"),
-    ("agent.state", "Choice"),
-    ("agent.state", "Refusal"),
-    ("agent.state", "Answer"),
+    ("agent.model.hypotheses", "Hypothesis"),
+    ("agent.model.hypotheses", "Prediction"),
+    ("agent.model.claims", "Claim"),
+    ("agent.model.claims", "ClaimVerdict"),
+    ("agent.model.claims", "Ref"),
+    *[("agent.model.claims", cls.__name__) for cls in PREDICATES],
+    ("agent.analysis.baseline", "DiffEntry"),
+    ("agent.analysis.symptoms", "Symptom"),
+    ("agent.graph.applicability", "NotApplicable"),
+    ("agent.graph.state", "Choice"),
+    ("agent.graph.state", "Refusal"),
+    ("agent.graph.state", "Answer"),
 ]
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from agent.claims import MISSING, Claim, NotBefore, Ref, check, resolve
-from agent.facts import Fact, Ledger, latest, observed
-from agent.hypotheses import Hypothesis
-from agent.symptoms import Symptom
+from agent.analysis.symptoms import Symptom
+from agent.model.claims import MISSING, Claim, NotBefore, Ref, check, resolve
+from agent.model.facts import Fact, Ledger, latest, observed
+from agent.model.hypotheses import Hypothesis
 from tools.parsers import signatures as ids
 from tools.parsers.signatures import console_path
 

@@ -46,19 +46,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from agent.baseline import Snapshot
-from agent.diff_keys import comparables
-from agent.doctor import Doctor
-from agent.facts import Fact, Ledger
-from agent.gather import SweepGatherer
-from agent.graph import build_graph
-from agent.hypotheses import Hypothesis
-from agent.proposer import Proposed, parse_answer
-from agent.recorded import ill_shaped
+from agent.analysis.baseline import Snapshot
+from agent.analysis.diff_keys import comparables
+from agent.analysis.symptoms import Symptom
+from agent.graph.doctor import Doctor
+from agent.graph.gather import SweepGatherer
+from agent.graph.proposer import Proposed, parse_answer
+from agent.graph.state import Answer, Choice, DiagnosisState
+from agent.graph.wiring import build_graph
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis
 from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
-from agent.state import Answer, Choice, DiagnosisState
-from agent.symptoms import Symptom
+from agent.sessions.recorded import ill_shaped
 from tools.errors import TranscriptError
 from tools.signing import load_key
 from tools.sweep import SweepSpec

@@ -10,15 +10,15 @@ from typing import Any
 
 from langgraph.types import Command
 
-from agent.baseline import BaselineStore, baseline_store
-from agent.diff_keys import comparables
-from agent.doctor import Approver, Doctor, Fixer, Proposer
-from agent.gather import SweepGatherer
-from agent.graph import build_graph, sqlite_checkpointer
+from agent.analysis.baseline import BaselineStore, baseline_store
+from agent.analysis.diff_keys import comparables
+from agent.graph.doctor import Approver, Doctor, Fixer, Proposer
+from agent.graph.gather import SweepGatherer
+from agent.graph.state import DiagnosisState
+from agent.graph.wiring import build_graph, sqlite_checkpointer
 from agent.rules import default_rules
 from agent.rules.base import Rule
-from agent.session import Session
-from agent.state import DiagnosisState
+from agent.sessions.session import Session
 from tools.errors import ConfigError
 from tools.sweep import SweepSpec
 from tools.transcript import read_transcript

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agent.facts import Fact
+from agent.model.facts import Fact
 
 
 def _pyenv(v: dict[str, Any]) -> str:

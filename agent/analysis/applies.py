@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agent.facts import Ledger, latest, observed
+from agent.model.facts import Ledger, latest, observed
 from playbooks.journal import LEASE_S
 
 TITLE = "an interrupted apply"

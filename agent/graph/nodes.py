@@ -1,4 +1,4 @@
-"""The graph's nodes. Each takes the state and the injected ``Doctor`` (``agent.doctor``)
+"""The graph's nodes. Each takes the state and the injected ``Doctor`` (``agent.graph.doctor``)
 and returns a partial state update. Side effects (changing a target) happen only in
 ``apply``, after the ``approve`` interrupt, in a node of their own: LangGraph re-runs an
 interrupted node from its start on resume, so nothing before ``interrupt()`` in a node may
@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
-from agent import progress, timing
-from agent import symptoms as layer
-from agent.applicability import set_aside
-from agent.baseline import diff, import_snapshot
-from agent.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
-from agent.doctor import Doctor
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, rank, verify
+from agent.analysis import progress, timing
+from agent.analysis import symptoms as layer
+from agent.analysis.baseline import diff, import_snapshot
+from agent.analysis.symptoms import Symptom
+from agent.graph.applicability import set_aside
+from agent.graph.doctor import Doctor
+from agent.graph.state import Answer, Choice, DiagnosisState, Refusal
+from agent.model.claims import AtLeast, AtMost, Claim, RatioAtLeast, Ref, check
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence, Rule
-from agent.state import Answer, Choice, DiagnosisState, Refusal
-from agent.symptoms import Symptom
 from playbooks.base import FX_TRACE
 from tools.errors import DoctorError
 from tools.log import get_logger
@@ -65,7 +65,7 @@ def _speed_symptoms(evidence: Evidence) -> list[Symptom]:
 
 def _progress_symptoms(ledger: Ledger, facts: Sequence[str], found: list[Symptom]) -> list[Symptom]:
     """Whether the run still advances, and where it started again when its train log
-    does not show it (``agent.progress``): each only where the earlier ones found none."""
+    does not show it (``agent.analysis.progress``): each only where the earlier ones found none."""
     out = [
         s
         for s in (
@@ -82,7 +82,7 @@ def _progress_symptoms(ledger: Ledger, facts: Sequence[str], found: list[Symptom
 def symptoms(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, Any]:
     """The symptom layer, before any family: what the run did over time, from the newest
     train-log fact (else the console's bar, the checkpoints' pace) and the run's
-    progress, each symptom checked on its facts (``agent.symptoms``)."""
+    progress, each symptom checked on its facts (``agent.analysis.symptoms``)."""
     doctor = runtime.context
     found = _speed_symptoms(_evidence(state, doctor))
     found += _progress_symptoms(doctor.ledger, state.facts, found)
@@ -101,7 +101,7 @@ def diff_baseline(state: DiagnosisState, runtime: Runtime[Doctor]) -> dict[str, 
         baseline_ids = imported
     drop = timing.subject_drop(state.symptoms)
     # Without a snapshot, "when it worked" is before the drop: the derived baseline reads
-    # the last checkpoint written before it began (agent.diff_keys).
+    # the last checkpoint written before it began (agent.analysis.diff_keys).
     table = doctor.comparables(
         doctor.ledger, state.facts, drop.began_step if drop is not None else None
     )

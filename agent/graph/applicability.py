@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.claims import AtMost, Claim, ClaimVerdict, Ref, check
-from agent.facts import Fact, Ledger, latest
-from agent.hypotheses import Hypothesis, status_of
+from agent.model.claims import AtMost, Claim, ClaimVerdict, Ref, check
+from agent.model.facts import Fact, Ledger, latest
+from agent.model.hypotheses import Hypothesis, status_of
 from tools.parsers.signatures import COMPILER, console_path
 
 # The families that need the run to compile.

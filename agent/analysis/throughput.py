@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent.baseline import Comparable, DiffEntry
-from agent.claims import MISSING, resolve
-from agent.facts import Fact
+from agent.analysis.baseline import Comparable, DiffEntry
+from agent.model.claims import MISSING, resolve
+from agent.model.facts import Fact
 from tools.figures import finite_number
 
 __all__ = ["PRIMARY_KEYS", "Subject", "primary_entry", "subject", "throughput_comparables"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agent.analysis.throughput import subject
 from agent.rules.base import Evidence
-from agent.throughput import subject
 from playbooks import Remote, TrainerSite
 from playbooks.base import Measure, overall_median
 from playbooks.site import running_trainer, site
@@ -106,14 +106,14 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
 
 def series_words(evidence: Evidence) -> str:
     """What the measured series is called ("drafter ", "rank=0 ", ""), as the diagnosis
-    named it (agent.throughput's subject)."""
+    named it (agent.analysis.throughput's subject)."""
     found = subject(evidence.latest("trainlog"))
     return found.who if found is not None else ""
 
 
 def measure_for(evidence: Evidence) -> Measure:
     """The restarted run's tokens/s, read as the diagnosis read the run's own: the same
-    series (agent.throughput's subject) in the new window's summary."""
+    series (agent.analysis.throughput's subject) in the new window's summary."""
     found = subject(evidence.latest("trainlog"))
     if found is None:
         return overall_median

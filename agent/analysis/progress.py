@@ -27,9 +27,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
-from agent.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
-from agent.facts import Fact, Ledger, latest, observed
-from agent.symptoms import Symptom, restart
+from agent.analysis.symptoms import Symptom, restart
+from agent.model.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
+from agent.model.facts import Fact, Ledger, latest, observed
 from tools.figures import finite_number
 from tools.parsers.signatures import CHECKPOINT_LOAD, RESUME, RUN_SUMMARY, console_path
 

@@ -24,8 +24,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from agent.claims import MISSING, Ref, resolve
-from agent.facts import Fact, Ledger, latest, observed
+from agent.model.claims import MISSING, Ref, resolve
+from agent.model.facts import Fact, Ledger, latest, observed
 from tools.errors import ConfigError, LedgerUnreadable
 from tools.localfile import read_state
 from tools.text import model_from_json, model_json
@@ -130,9 +130,9 @@ class BaselineStore:
 
 def baseline_store() -> BaselineStore:
     """The snapshots of this installation, under its state directory."""
-    from agent.session import app_state  # the session module imports much more
+    from tools.statedir import ensure_app_state_dir
 
-    return BaselineStore(app_state() / "baselines")
+    return BaselineStore(ensure_app_state_dir() / "baselines")
 
 
 def import_snapshot(

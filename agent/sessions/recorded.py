@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.baseline import DiffEntry
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis
-from agent.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
-from agent.symptoms import Symptom
+from agent.analysis.baseline import DiffEntry
+from agent.analysis.symptoms import Symptom
+from agent.graph.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis
 from tools.errors import TranscriptError
 from tools.signing import load_key
 from tools.transcript import SealCheck, read_sealed

@@ -4,7 +4,7 @@ failure family is asked why.
 A *symptom* is a checked observation: claims over the trainlog fact, verified like a
 hypothesis's. From the fact's windows (``tools.parsers.trainlog``: about 200 runs of
 consecutive records, each reduced to medians, per group and overall) it finds, for the
-throughput the diagnosis judges (``agent.throughput.subject``) and for each group:
+throughput the diagnosis judges (``agent.analysis.throughput.subject``) and for each group:
 
 - a *drop* or a *rise*: a change point where the median tokens/s of the windows after it
   is below 0.8× (or at least 1.25×) the median of the windows before it, sustained
@@ -33,7 +33,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.claims import (
+from agent.analysis.throughput import subject
+from agent.model.claims import (
     AtLeast,
     AtMost,
     Claim,
@@ -45,9 +46,8 @@ from agent.claims import (
     check,
     window_series,
 )
-from agent.facts import Fact, Ledger
-from agent.hypotheses import Hypothesis, status_of
-from agent.throughput import subject
+from agent.model.facts import Fact, Ledger
+from agent.model.hypotheses import Hypothesis, status_of
 
 SymptomKind = Literal[
     "throughput_drop",
@@ -109,7 +109,7 @@ class Symptom(BaseModel):
     # window: the earliest first step of the old regime's last window and the windows up
     # to the new regime's first (a restarted run's warm-up window starts where it
     # resumed; interleaved devices put a step on both sides of a window's edge). What
-    # events and the derived baseline's checkpoint are dated against (agent.timing).
+    # events and the derived baseline's checkpoint are dated against (agent.analysis.timing).
     began: Ref | None = None
     began_step: float | None = None
     ratio: float | None = None

@@ -17,8 +17,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from agent.claims import Claim, ClaimVerdict, check
-from agent.facts import Ledger
+from agent.model.claims import Claim, ClaimVerdict, check
+from agent.model.facts import Ledger
 
 Kind = Literal[
     "environment_drift",
@@ -85,14 +85,14 @@ class Hypothesis(BaseModel):
     rejected: tuple[ClaimVerdict, ...] = ()
     # How strongly the facts point here, for ranking: see ``rank``.
     weight: int = Field(default=1, ge=0)
-    # Its evidence dated against the drop it would explain (``agent.timing``): checked
+    # Its evidence dated against the drop it would explain (``agent.analysis.timing``): checked
     # claims kept apart from ``verdicts``, since evidence older than the drop makes the
     # family no explanation of it, not false.
     timing: tuple[ClaimVerdict, ...] = ()
     # False for a cause of slowness that is a fault only where the run shows a slowdown
     # or a stall (a busy loop in the trainer's own code, a neighbour using the cores):
     # verified on a run that shows neither, it says what the run does, not what is wrong
-    # (``agent.symptoms.is_fault``).
+    # (``agent.analysis.symptoms.is_fault``).
     fault_alone: bool = True
 
     @model_validator(mode="before")
@@ -130,7 +130,7 @@ class Hypothesis(BaseModel):
 
 def status_of(verdicts: tuple[ClaimVerdict, ...]) -> Status:
     """The status rule (module docstring), for anything made of checked claims: a
-    hypothesis, or a symptom (``agent.symptoms``)."""
+    hypothesis, or a symptom (``agent.analysis.symptoms``)."""
     outcomes = {v.outcome for v in verdicts}
     if not verdicts:
         return "unverifiable"

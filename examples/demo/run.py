@@ -7,8 +7,8 @@ such — or by you with ``--ask``); confirm; and print good / broken / fixed tok
 by side, each figure with where it comes from. A step that did not happen as the story
 expects (the race did not strike, the fix was rolled back) is reported as it happened.
 
-The reference trainer lives in ``examples/`` (not in the installed package): the demo runs
-from a source checkout, as ``make demo`` does.
+The demo lives beside the reference trainer in ``examples/``, not in the installed package:
+it runs the trainer from a source checkout, as ``make demo`` does.
 """
 
 from __future__ import annotations
@@ -29,24 +29,23 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from agent.baseline import baseline_store
-from agent.doctor import Approver
-from agent.playbook_adapter import adapt
-from agent.runner import build_doctor, record_outcome, run_session
-from agent.session import Session
-from agent.session_config import SessionConfig
-from agent.state import DiagnosisState, FixOutcome
+from agent.analysis.baseline import baseline_store
+from agent.graph.doctor import Approver
+from agent.graph.playbook_adapter import adapt
+from agent.graph.state import DiagnosisState, FixOutcome
+from agent.sessions.config import SessionConfig
+from agent.sessions.runner import build_doctor, record_outcome, run_session
+from agent.sessions.session import Session
 from playbooks import LockWarmup, TrainerSite
 from playbooks.base import FixPlan
 from playbooks.site import site as trainer_site
-from tools.errors import UsageError
 from tools.parsers.signatures import FX_ERROR_TEXT
 from tools.sweep import SweepSpec
 
 if TYPE_CHECKING:
     from examples.dflash_trainer.dataset import Prompt
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # One intra-op thread per worker: three workers already fill two cores (with two each the
 # demo ran at ~24 Ktok/s here, with one at ~32–36 Ktok/s, and finished sooner).
 SMALL = ["--batch-size", "8", "--log-every", "5", "--intra-op-threads", "1"]
@@ -82,14 +81,6 @@ class RunFigure:
         if self.note:
             where += f"; {self.note}"
         return f"{self.label} {self.tok_s:,.0f} tok/s ({where})"
-
-
-def _trainer_available() -> None:
-    if not (REPO / "examples" / "dflash_trainer" / "__main__.py").exists():
-        raise UsageError(
-            "the demo needs the reference trainer (examples/dflash_trainer): run it "
-            "from a source checkout, e.g. `make demo`"
-        )
 
 
 def reference_site(ws: Path, interpreter: str = sys.executable) -> TrainerSite:
@@ -294,7 +285,6 @@ def run_demo(
     root: Path | None = None,
     keep: bool = False,
 ) -> tuple[DiagnosisState, list[RunFigure], Session]:
-    _trainer_available()
     started = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix="dflash-demo-", dir=root))
     ws = base / "workspace"

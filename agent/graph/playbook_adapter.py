@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from agent.fix_site import measure_for, series_words
+from agent.analysis.throughput import primary_entry
+from agent.graph.fix_site import measure_for, series_words
 from agent.rules.base import Evidence
-from agent.throughput import primary_entry
 from playbooks import FixOutcome, FixPlan, Remote, TrainerSite, Transaction
 from playbooks.base import Playbook
 from tools.transport.base import Transport
@@ -26,7 +26,7 @@ class PlaybookAdapter:
         self.playbook = playbook
         self.name = playbook.name
         self.requires = playbook.requires
-        # A site built from the facts (agent.fix_site) is built again for each plan and
+        # A site built from the facts (agent.graph.fix_site) is built again for each plan and
         # apply: the same facts give the same site.
         self.site = site
         self.transport = transport

@@ -9,11 +9,11 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from agent.applicability import NotApplicable
-from agent.baseline import DiffEntry
-from agent.claims import ClaimVerdict
-from agent.hypotheses import Hypothesis, Kind
-from agent.symptoms import Symptom
+from agent.analysis.baseline import DiffEntry
+from agent.analysis.symptoms import Symptom
+from agent.graph.applicability import NotApplicable
+from agent.model.claims import ClaimVerdict
+from agent.model.hypotheses import Hypothesis, Kind
 from playbooks.base import FixOutcome, FixPlan
 
 __all__ = [
@@ -73,7 +73,7 @@ class Answer(BaseModel):
 Mode = Literal["guided", "demo", "health", "replay"]
 
 
-# The diagnosis's verdict (a claim's is agent.claims.ClaimVerdict).
+# The diagnosis's verdict (a claim's is agent.model.claims.ClaimVerdict).
 Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence", "unexplained_symptom"]
 
 
@@ -95,7 +95,7 @@ class DiagnosisState(BaseModel):
     before the drop, the log's early windows): shown beside the snapshot's diff, since
     the snapshot may be older than the state in which the run last worked."""
     symptoms: list[Symptom] = Field(default_factory=list)
-    """What the run did over time (``agent.symptoms``), checked before any family runs;
+    """What the run did over time (``agent.analysis.symptoms``), checked before any family runs;
     after verification, each verified drop names the families that explain it."""
     proposed: Annotated[list[Hypothesis], _round] = Field(default_factory=list)
     """What the family nodes (and any proposer) proposed this round, before verification."""
@@ -115,7 +115,7 @@ class DiagnosisState(BaseModel):
     """Verified-status, ranked."""
     not_applicable: NotApplicable | None = None
     """Families whose precondition the run does not meet (it never compiles), set aside
-    from ``hypotheses`` with the checked claims that say so (``agent.applicability``)."""
+    from ``hypotheses`` with the checked claims that say so (``agent.graph.applicability``)."""
     verdict: Verdict | None = None
     missing: list[str] = Field(default_factory=list)
     """Probes a hypothesis needed whose facts could not be gathered."""

@@ -6,7 +6,7 @@ What the model gets: the failure families, the predicate schema and the session'
 are typed predicates citing fact ids; there is no field for prose and none for a command
 or a probe: a proposer reasons over the facts the sweep gathered and never runs anything.
 Anything else in its answer is rejected here with a reason, claim by claim, and what is
-left is checked on the ledger like any rule's claim (``agent.hypotheses.verify``), so an
+left is checked on the ledger like any rule's claim (``agent.model.hypotheses.verify``), so an
 uncited claim, a claim citing a fact that does not exist and a claim whose predicate is
 false all end up in the report as rejected or failing, with why. Never required: without
 ``--proposer`` no model is called.
@@ -24,8 +24,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.claims import PREDICATES, Claim, ClaimVerdict
-from agent.hypotheses import KINDS, Hypothesis
+from agent.model.claims import PREDICATES, Claim, ClaimVerdict
+from agent.model.hypotheses import KINDS, Hypothesis
 from agent.rules.base import Evidence
 from tools.errors import UsageError
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from agent.baseline import Comparable
-from agent.claims import MISSING, resolve
-from agent.facts import Fact, Ledger, latest, observed
-from agent.throughput import subject, throughput_comparables
+from agent.analysis.baseline import Comparable
+from agent.analysis.throughput import subject, throughput_comparables
+from agent.model.claims import MISSING, resolve
+from agent.model.facts import Fact, Ledger, latest, observed
 from tools.probes.checkpoints import records_a_finished_save
 
 # What the newest finished checkpoint (or a saved environment file) records, as the
@@ -140,7 +140,7 @@ ENVIRONMENT_KEYS = (
     "torch.changed_files",
 )
 # The environment keys whose values are package versions: compared as versions
-# (agent.versions), so a build label recorded on one side only is no drift.
+# (agent.model.versions), so a build label recorded on one side only is no drift.
 VERSION_KEYS = (
     "python.version",
     "torch.version",
@@ -157,7 +157,7 @@ RECORDED_THROUGHPUT = (*RECORDED, "tokens_per_s")
 
 def drafter_group(fact: Fact) -> str | None:
     """The train log's one series the throughput is judged by ("role=drafter,…", or the
-    log's only group), when a single series is the subject (see agent.throughput)."""
+    log's only group), when a single series is the subject (see agent.analysis.throughput)."""
     found = subject(fact)
     if found is None or found.members or found.path[0] != "groups":
         return None

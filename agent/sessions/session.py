@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tools.errors import ConfigError, UsageError
 from tools.localfile import read_state, refuse_special
 from tools.redact import Redactor
-from tools.statedir import APP, state_home
+from tools.statedir import ensure_app_state_dir
 from tools.text import model_from_json, model_json
 from tools.transcript import TranscriptWriter
 from tools.transport import SSHOptions, Target, Transport, open_target, parse_target
@@ -41,27 +41,12 @@ from tools.transport.record import RecordingTransport
 if TYPE_CHECKING:
     # pydantic and the sweep's models load with the first fact or config, not with the
     # session: `exec` records a transcript and needs neither (its start-up budget).
-    from agent.facts import Fact, Ledger
-    from agent.session_config import SessionConfig
+    from agent.model.facts import Fact, Ledger
+    from agent.sessions.config import SessionConfig
 
 _SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}\Z")
 SESSION_MAX = 1 << 20  # bytes of session.json read (a config of a few KB)
 REDACTION_MAX = 64 << 20  # bytes of redaction.json read (value hashes, one per secret)
-
-
-def app_state() -> Path:
-    """The app's state directory, private to its user (0700): transcripts, ledgers and
-    snapshots describe the training hosts, and a redacted transcript still names paths."""
-    path = state_home() / APP
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o700)  # made by an older version, or under a looser umask
-    except OSError as exc:
-        raise UsageError(
-            f"{path}: cannot use it as the state directory ($XDG_STATE_HOME): {exc.strerror}"
-        ) from None
-    return path
 
 
 def new_session_id() -> str:
@@ -82,7 +67,7 @@ class Session:
         resume: bool = False,
     ) -> None:
         self.id = session_id or new_session_id()
-        self.dir = (root or app_state() / "sessions") / self.id
+        self.dir = (root or ensure_app_state_dir() / "sessions") / self.id
         self.config = config
         self.ssh = ssh if ssh is not None else (config.ssh_options() if config else None)
         self.resume = resume
@@ -115,7 +100,7 @@ class Session:
         asking first get the same ledger)."""
         with self._ledger_lock:
             if self._ledger is None:
-                from agent.facts import Ledger
+                from agent.model.facts import Ledger
 
                 self._ledger = Ledger(self.dir / "ledger.jsonl")
             return self._ledger
@@ -148,9 +133,9 @@ class Session:
     @classmethod
     def reopen(cls, session_id: str, *, root: Path | None = None) -> Session:
         """The session ``session_id`` as it was saved; a clear error when there is none."""
-        from agent.session_config import SessionConfig
+        from agent.sessions.config import SessionConfig
 
-        base = root or app_state() / "sessions"
+        base = root or ensure_app_state_dir() / "sessions"
         if not _SESSION_ID.match(session_id):
             raise ConfigError(f"bad session id {session_id!r} (expected e.g. 20261130-021500-ab12)")
         path = base / session_id / "session.json"
@@ -206,7 +191,7 @@ class Session:
     def check_saved_state(self) -> None:
         """Read the ledger and open the checkpoints before anything is written: a file
         that does not hold stops a resume while the transcript still has its seal."""
-        from agent.graph import open_checkpoints
+        from agent.graph.wiring import open_checkpoints
 
         len(self.ledger)  # loaded, and every fact checked, on first use
         if os.path.lexists(self.graph_path):
@@ -222,7 +207,7 @@ class Session:
 
     def writer(self) -> TranscriptWriter:
         if self._writer is None:
-            from agent import __version__
+            from agent._version import __version__
 
             self._writer = TranscriptWriter(
                 self.transcript_path,
@@ -238,7 +223,7 @@ class Session:
 
     def sanitize(self, fact: Fact) -> Fact:
         """``fact`` as this session's transcript would store it (redacted)."""
-        from agent.facts import Fact
+        from agent.model.facts import Fact
 
         content = fact.model_dump(mode="json", exclude={"id", "digest"})
         return Fact.model_validate(self._redactor.any(content))

@@ -10,13 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from agent.baseline import Baselines, Comparable
-from agent.facts import Fact, Ledger
+from agent.analysis.baseline import Baselines, Comparable
+from agent.graph.state import FixOutcome, FixPlan
+from agent.model.facts import Fact, Ledger
 from agent.rules.base import Evidence, Rule
-from agent.state import FixOutcome, FixPlan
 
 if TYPE_CHECKING:
-    from agent.proposer import Proposed
+    from agent.graph.proposer import Proposed
 
 
 class Gatherer(Protocol):
@@ -27,7 +27,7 @@ class Gatherer(Protocol):
 
 class Fixer(Protocol):
     """A fix as the graph offers it: planned from the evidence, applied after approval
-    (``agent.playbook_adapter`` makes one of each ``playbooks`` playbook)."""
+    (``agent.graph.playbook_adapter`` makes one of each ``playbooks`` playbook)."""
 
     name: str
     requires: frozenset[str]
@@ -38,7 +38,7 @@ class Fixer(Protocol):
 
 
 class Proposer(Protocol):
-    """Anything besides the rules that proposes hypotheses (an LLM: ``agent.proposer``)."""
+    """Anything besides the rules that proposes hypotheses (an LLM: ``agent.graph.proposer``)."""
 
     name: str
 

@@ -6,7 +6,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from agent.facts import Fact, Ledger
+from agent.model.facts import Fact, Ledger
 from tools.carry import carry_py_spy, local_py_spy
 from tools.errors import WorkspaceMissing
 from tools.log import get_logger

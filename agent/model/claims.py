@@ -19,8 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent.facts import Fact, Ledger
-from agent.versions import difference
+from agent.model.facts import Fact, Ledger
+from agent.model.versions import difference
 from tools.figures import finite_number
 
 PathPart = str | int
@@ -69,7 +69,7 @@ class Differs(_Pred):
 
 class VersionDiffers(_Pred):
     """``a`` and ``b`` are versions of one package that differ in release or in build
-    (``agent.versions``: a local label on one side only is no difference)."""
+    (``agent.model.versions``: a local label on one side only is no difference)."""
 
     op: Literal["version_differs"] = "version_differs"
     a: Ref
@@ -351,7 +351,7 @@ def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[b
     if how == "build":
         return True, f"{pair} are one release in different builds (local labels differ)"
     if left != right:
-        # Only one side carries a local label: see agent.versions for why that is the same.
+        # Only one side carries a local label: see agent.model.versions for why that is the same.
         return False, f"{pair} are the same release; only one names its build"
     return False, f"{pair} are the same version"
 
