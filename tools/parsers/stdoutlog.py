@@ -8,7 +8,8 @@ means. Add a row there to teach the doctor a new failure; a target profile can a
 of its own (``extra`` in ``scan``). For each signature the
 scan reports how often it hit, the first and last line numbers, and the first and last
 matching lines. Python tracebacks are followed to their final exception line and tied
-to the thread that raised them (``Exception in thread NAME:`` just before).
+to the thread that raised them (``Exception in thread NAME:`` just before). ``_hits``
+keeps what each signature and cause hit, and finds their lines.
 
 Each exception line (a traceback's last, or the ``what():`` of a C++ exception that
 aborted the process) is also grouped by the cause it states, in ``exception_causes``: the
@@ -37,10 +38,21 @@ import os
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from ._bars import Bars
 from ._bounded import Budget, Overran
+from ._hits import (
+    MAX_KEYS,
+    PREFIX,
+    SAMPLE,
+    Cause,
+    Hit,
+    clip,
+    earliest,
+    exception_line,
+    lines_matching,
+)
 from ._lines import LineReader, plan_ranges
 from ._torchlogs import TorchLogs
 from .signatures import (
@@ -58,7 +70,6 @@ from .signatures import (
 __all__ = ["compile_signatures", "scan"]
 
 
-SAMPLE = 300
 MAX_SUMMARIES = 50  # run summaries kept (one per train() call)
 SUMMARY_BYTES = 4096  # a summary dict longer than this is not read
 # A step number a log line prints: "step 690", "Step 690/1000", "global_step=690",
@@ -70,176 +81,9 @@ _STEP_WORDS = (b"step", b"Step", b"STEP")
 TB_LINES = 5000  # a traceback longer than this is reported without its exception line
 _THREAD = re.compile(rb"(?:Exception in (?:thread|process) (.*?):?|Process (\S+):)\s*$")
 _TB_HEAD = b"Traceback (most recent call last):"
-# What trainers and launchers put before each line: a timestamp, [tags], torchrun's
-# "[rank0]:" and "[default0]:", glog's "E1130 12:00:01.123456 1234 file.cpp:632] ", and
-# Python logging's level and logger name ("2026-11-30 12:00:01,123 - ERROR - ",
-# "ERROR:root:", "ERROR 09-18 04:30:01 [core.py:1355] ").
-_TIME = rb"(?:[0-9][0-9TZ:.,/ +-]*)?"
-_TAGS = rb"(?:\[[^\]\n]*\]:? ?)*"
-_GLOG = rb"(?:[DIWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^\]\n ]+\] )?"
-_LEVEL = rb"(?:(?:[\w.]+ - )?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?: - |:[\w.]*:| +))"
-_PREFIX = re.compile(b"^" + _TIME + _TAGS + _GLOG + b"(?:" + _LEVEL + _TIME + _TAGS + b")?")
-MAX_THREADS = 32  # thread names kept per cause
 PROFILE_PATTERN_SECONDS = 5.0  # a profile's signature, over the whole scan (``_bounded``)
-# Distinct exception classes, threads and causes listed: the earliest (a run's first
-# crash is its cause; the thousandth worker's traceback is its echo), the rest counted in
-# ``not_listed``, so 60,000 distinct thread tracebacks cost their tail, not the fact.
-MAX_KEYS = 200
 _TERMINATE = re.compile(rb"terminate called after throwing an instance of '([^'\n]*)'")
 _WHAT = b"what():"
-# Lines that continue a traceback once the prefix is gone: indented frames, blanks, and
-# the banners between chained exceptions.
-_TB_CONT = (
-    b" ",
-    b"\t",
-    b"Traceback (most",
-    b"During handling of the above",
-    b"The above exception was",
-)
-
-
-# An exception line starts with its class: a dotted name, then ":" or the line's end.
-_EXC_LINE = re.compile(rb"[A-Za-z_][\w.]*(?::|\s*$)")
-
-
-def _tb_end(data: bytes, pos: int, prefix: bytes, budget: int) -> tuple[int, int, int]:
-    """Find the exception line that ends a traceback, reading lines from ``pos``.
-
-    Returns (start, end, lines read); start is -1 when the block ended first (or the
-    budget of lines ran out: then lines read is ``budget``)."""
-    n = 0
-    while pos < len(data) and n < budget:
-        end = data.find(b"\n", pos)
-        if end < 0:
-            end = len(data)
-        line = data[pos:end]
-        n += 1
-        if line.startswith(prefix):
-            body = line[len(prefix) :]
-        else:
-            # Same kind of prefix, different text (the clock ticked mid-traceback).
-            m = _PREFIX.match(line)
-            body = line[m.end() :] if m else line
-        # A line that does not start with a class name is another thread's print that
-        # landed inside the traceback (they share the console): the exception line is
-        # still to come.
-        if body.strip() and not body.startswith(_TB_CONT) and _EXC_LINE.match(body):
-            return pos, end, n
-        pos = end + 1
-    return -1, -1, n
-
-
-def _clip(raw: bytes) -> str:
-    return raw[:SAMPLE].decode("utf-8", "replace").rstrip("\r")
-
-
-class _Hit:
-    __slots__ = (
-        "count",
-        "first",
-        "first_after_step",
-        "first_line",
-        "first_midrun",
-        "first_offset",
-        "last",
-        "last_line",
-        "last_offset",
-    )
-
-    def __init__(self) -> None:
-        self.count = 0
-        # The last step number the log printed at or before the first hit (its line too):
-        # what dates an event against the train log's steps (None: none printed before).
-        self.first_after_step: dict[str, int | None] | None = None
-        # For ``MIDRUN`` signatures: the first hit after a step was printed (its line,
-        # offset, text, and that step): where the run went back mid-way.
-        self.first_midrun: dict[str, Any] | None = None
-        self.first_line: int | None = None
-        self.first_offset = 0
-        self.first = ""
-        self.last_line: int | None = None
-        self.last_offset = 0
-        self.last = ""
-
-    def add(self, line: int | None, offset: int, text: bytes) -> None:
-        if not self.count:
-            self.first_line, self.first_offset, self.first = line, offset, _clip(text)
-        self.count += 1
-        self.last_line, self.last_offset = line, offset
-        self.last = _clip(text) if self.count > 1 else self.first
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "count": self.count,
-            "first_line": self.first_line,
-            "first_offset": self.first_offset,
-            "first": self.first,
-            "first_after_step": self.first_after_step,
-            "first_midrun": self.first_midrun,
-            "last_line": self.last_line,
-            "last_offset": self.last_offset,
-            "last": self.last,
-        }
-
-
-class _Cause(_Hit):
-    """The exception lines that state one cause: where, in which threads, and how many
-    lines of the log came after the last one (how close it is to where the log ends)."""
-
-    __slots__ = ("exception", "last_index", "last_range", "outside_threads", "threads")
-
-    def __init__(self, exception: str) -> None:
-        super().__init__()
-        self.exception = exception
-        self.threads: list[str] = []
-        self.outside_threads = 0
-        self.last_index = 0
-        self.last_range = 0
-
-    def seen_in(self, thread: str | None, index: int, in_range: int) -> None:
-        if thread is None:
-            self.outside_threads += 1
-        elif thread not in self.threads and len(self.threads) < MAX_THREADS:
-            self.threads.append(thread)
-        self.last_index, self.last_range = index, in_range
-
-
-_H = TypeVar("_H", bound=_Hit)
-
-
-def _earliest(table: Mapping[str, _H]) -> list[tuple[str, _H]]:
-    """The ``MAX_KEYS`` entries of ``table`` seen first in the log, in key order."""
-    kept = list(table.items())
-    if len(kept) > MAX_KEYS:
-        kept = sorted(kept, key=lambda kv: (kv[1].first_offset, kv[0]))[:MAX_KEYS]
-    return sorted(kept, key=lambda kv: kv[0])
-
-
-def _lines_matching(
-    data: bytes, regex: re.Pattern[bytes], needles: list[bytes], index: int
-) -> list[tuple[int, int, int]]:
-    """(line start, line end, ``index``) of each line of ``data`` the signature matches:
-    the lines its needles land in, or (with no needles) wherever its regex matches."""
-    found: list[tuple[int, int, int]] = []
-    if not needles:
-        for m in regex.finditer(data):
-            start = data.rfind(b"\n", 0, m.start()) + 1
-            end = data.find(b"\n", m.start())
-            found.append((start, end if end >= 0 else len(data), index))
-        return found
-    seen: set[int] = set()
-    for needle in needles:
-        pos = data.find(needle)
-        while pos >= 0:
-            start = data.rfind(b"\n", 0, pos) + 1
-            end = data.find(b"\n", pos)
-            if end < 0:
-                end = len(data)
-            if start not in seen and regex.search(data, start, end):
-                seen.add(start)
-                found.append((start, end, index))
-            pos = data.find(needle, end)
-    return found
 
 
 @functools.lru_cache(maxsize=None)  # noqa: UP033 (functools.cache is 3.9+; this ships to 3.8)
@@ -254,7 +98,7 @@ class _Scanner:
         self.compiled = [
             (sig, _regex(sig.pattern), [n.encode() for n in sig.needles]) for sig in self.signatures
         ]
-        self.hits = [_Hit() for _ in self.signatures]
+        self.hits = [Hit() for _ in self.signatures]
         # A profile's rows (after the table) search under a time budget each.
         self.budgets = {
             i: Budget(PROFILE_PATTERN_SECONDS, total=PROFILE_PATTERN_SECONDS)
@@ -265,11 +109,11 @@ class _Scanner:
             (sig.id, regex) for sig, regex, _ in self.compiled if sig.id in CAUSES
         ]
         self.cause_regexes.sort(key=lambda pair: CAUSES.index(pair[0]))
-        self.causes: dict[str, _Cause] = {}
+        self.causes: dict[str, Cause] = {}
         self.seen = 0  # lines in the blocks already scanned (all ranges)
         self.range_index = 0  # which of the planned byte ranges is being read
-        self.exceptions: dict[str, _Hit] = {}
-        self.threads: dict[str, _Hit] = {}
+        self.exceptions: dict[str, Hit] = {}
+        self.threads: dict[str, Hit] = {}
         self.pending_thread: str | None = None  # "Exception in thread X:" just seen
         self.pending_thread_line: int | None = None
         self.ignored_line = -1  # where "Exception ignored in ..." was last seen
@@ -322,19 +166,19 @@ class _Scanner:
         is its place among all lines read, ``name`` its class when the text lacks it. One
         Python said it ignored states no cause."""
         if name is None:  # a traceback's line: its prefix goes, the class leads
-            m = _PREFIX.match(text)
+            m = PREFIX.match(text)
             if m:
                 text = text[m.end() :]
             head = text.split(b":", 1)[0].strip()
             name = head.decode("utf-8", "replace")[:120] if head else "?"
-        self.exceptions.setdefault(name, _Hit()).add(line, offset, text)
+        self.exceptions.setdefault(name, Hit()).add(line, offset, text)
         if thread is not None:
             key = f"{thread} -> {name}"
-            self.threads.setdefault(key, _Hit()).add(line, offset, text)
+            self.threads.setdefault(key, Hit()).add(line, offset, text)
         if ignored:
             return
         cause = next((sid for sid, regex in self.cause_regexes if regex.search(text)), name)
-        found = self.causes.setdefault(cause, _Cause(name))
+        found = self.causes.setdefault(cause, Cause(name))
         found.add(line, offset, text)
         found.seen_in(thread, index, self.range_index)
 
@@ -374,7 +218,7 @@ class _Scanner:
         nxt_end = data.find(b"\n", end + 1)
         if end < len(data) and nxt_end != end + 1:
             nxt = data[end + 1 : nxt_end if nxt_end >= 0 else len(data)]
-            m = _PREFIX.match(nxt)
+            m = PREFIX.match(nxt)
             body = nxt[m.end() :].lstrip() if m else nxt.lstrip()
             if body.startswith(_WHAT):
                 what_line = None if line is None else line + 1
@@ -392,12 +236,12 @@ class _Scanner:
         for index, (sig, regex, needles) in enumerate(self.compiled):
             budget = self.budgets.get(index)
             if budget is None:
-                found += _lines_matching(data, regex, needles, index)
+                found += lines_matching(data, regex, needles, index)
                 continue
             if budget.overran:
                 continue
             try:
-                found += budget.run(_lines_matching, data, regex, needles, index)
+                found += budget.run(lines_matching, data, regex, needles, index)
             except Overran:
                 self.abandoned[sig.id] = (
                     f"the profile's pattern ran past {budget.per_call:g} s in all, searching"
@@ -411,7 +255,7 @@ class _Scanner:
         tb = self.pending_tb
         if tb is not None:
             self.pending_tb = None
-            start, end, n = _tb_end(data, 0, tb["prefix"], TB_LINES - tb["lines"])
+            start, end, n = exception_line(data, 0, tb["prefix"], TB_LINES - tb["lines"])
             if start >= 0:
                 local = data.count(b"\n", 0, start)
                 line = None if first_line is None else first_line + local
@@ -447,12 +291,12 @@ class _Scanner:
                     hit.first_midrun = {
                         "line": line,
                         "offset": offset + start,
-                        "text": _clip(text),
+                        "text": clip(text),
                         "after_step": after,
                     }
             if sig == THREAD_EXCEPTION:
                 t = _THREAD.search(text)
-                self.pending_thread = _clip(t.group(1) or t.group(2)) if t else "?"
+                self.pending_thread = clip(t.group(1) or t.group(2)) if t else "?"
                 self.pending_thread_line = at
             elif sig == EXCEPTION_IGNORED:
                 self.ignored_line = at
@@ -465,7 +309,7 @@ class _Scanner:
                 self.pending_thread = None
                 prefix = text[: text.find(_TB_HEAD)] if _TB_HEAD in text else b""
                 ignored = self.ignored_line == at - 1
-                tb_start, tb_end, n = _tb_end(data, end + 1, prefix, TB_LINES)
+                tb_start, tb_end, n = exception_line(data, end + 1, prefix, TB_LINES)
                 if tb_start >= 0:
                     below = data.count(b"\n", start, tb_start)
                     tb_line = None if line is None else line + below
@@ -490,7 +334,7 @@ class _Scanner:
 
     def end(self, data_tail: Sequence[bytes]) -> None:
         for raw in data_tail:
-            self.tail.append(_clip(raw))
+            self.tail.append(clip(raw))
 
     def result(self) -> dict[str, Any]:
         return {
@@ -502,8 +346,8 @@ class _Scanner:
                 )
                 for i, sig in enumerate(self.signatures)
             },
-            "exceptions": {k: v.summary() for k, v in _earliest(self.exceptions)},
-            "thread_exceptions": {k: v.summary() for k, v in _earliest(self.threads)},
+            "exceptions": {k: v.summary() for k, v in earliest(self.exceptions)},
+            "thread_exceptions": {k: v.summary() for k, v in earliest(self.threads)},
             "open_traceback_at_end": self.pending_tb is not None,
             "exception_causes": {k: self._cause(k, v) for k, v in self._listed_causes()},
             "exception_lines": sum(v.count for v in self.causes.values()),
@@ -519,13 +363,13 @@ class _Scanner:
             },
         }
 
-    def _listed_causes(self) -> list[tuple[str, _Cause]]:
+    def _listed_causes(self) -> list[tuple[str, Cause]]:
         """Every cause a signature names, and the earliest ``MAX_KEYS`` of the others."""
         named = {k: v for k, v in self.causes.items() if k in CAUSES}
         others = {k: v for k, v in self.causes.items() if k not in CAUSES}
-        return sorted([*named.items(), *_earliest(others)])
+        return sorted([*named.items(), *earliest(others)])
 
-    def _cause(self, key: str, cause: _Cause) -> dict[str, Any]:
+    def _cause(self, key: str, cause: Cause) -> dict[str, Any]:
         sig = next((s for s in self.signatures if s.id == key), None)
         # Lines after it are known when it was read in the last range (which runs to the
         # end of the file); in a head whose middle was skipped, they are not.

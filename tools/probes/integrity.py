@@ -90,6 +90,47 @@ def _sha256_b64(path: str) -> str:
     return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
 
 
+def _read_record(dist: str, out: PackageIntegrity) -> list[list[str]] | None:
+    """The rows of the package's RECORD, and its mtime into ``out``; None, with why in
+    ``out``, when it cannot be read whole."""
+    record = os.path.join(dist, "RECORD")
+    try:
+        text, truncated = read_text_capped(record, RECORD_MAX)
+        out["record_mtime"] = os.stat(record).st_mtime
+    except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
+        out.update({"ok": False, "error": "RECORD unreadable: %s" % (exc.strerror or exc)})
+        return None
+    if truncated:
+        out.update({"ok": False, "error": f"RECORD larger than {RECORD_MAX} bytes; not read"})
+        return None
+    return list(csv.reader(io.StringIO(text)))
+
+
+def _mismatch(rel: str, expected_size: int | None, st: os.stat_result, reason: str) -> Mismatch:
+    return {
+        "path": rel,
+        "expected_size": expected_size,
+        "size": st.st_size,
+        "mtime": st.st_mtime,
+        "reason": reason,
+    }
+
+
+def _unrecorded_py(site: str, name: str, recorded: set[str]) -> list[str]:
+    """Python files in the package's top directory that RECORD does not list (a
+    dropped-in patch module), the first ``LIST_MAX``."""
+    unrecorded: list[str] = []
+    top = os.path.join(site, name.replace("-", "_"))
+    if os.path.isdir(top):
+        for root, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for fn in files:
+                full = os.path.normpath(os.path.join(root, fn))
+                if fn.endswith(".py") and full not in recorded and len(unrecorded) < LIST_MAX:
+                    unrecorded.append(os.path.relpath(full, site))
+    return unrecorded
+
+
 def check(name: str, paths: list[str], mode: str, ctx: Context) -> PackageIntegrity:
     dist = find_dist_info(name, paths)
     if dist is None:
@@ -102,21 +143,13 @@ def check(name: str, paths: list[str], mode: str, ctx: Context) -> PackageIntegr
         "version": meta.get("Version", ""),
         "dist_info": dist,
     }
-    record = os.path.join(dist, "RECORD")
-    try:
-        text, truncated = read_text_capped(record, RECORD_MAX)
-        out["record_mtime"] = os.stat(record).st_mtime
-    except OSError as exc:  # FileRefused too: a FIFO, a device, a directory, a loop
-        out.update({"ok": False, "error": "RECORD unreadable: %s" % (exc.strerror or exc)})
+    rows = _read_record(dist, out)
+    if rows is None:
         return out
-    if truncated:
-        out.update({"ok": False, "error": f"RECORD larger than {RECORD_MAX} bytes; not read"})
-        return out
-    rows = list(csv.reader(io.StringIO(text)))
     mismatched: list[Mismatch] = []
     missing: list[str] = []
     hashed = size_checked = hashed_bytes = 0
-    recorded = set()
+    recorded: set[str] = set()
     for row in rows:
         if not row or len(row) < 3:
             continue
@@ -132,15 +165,7 @@ def check(name: str, paths: list[str], mode: str, ctx: Context) -> PackageIntegr
             continue
         expected_size = int(size) if size.isdigit() else None
         if expected_size is not None and st.st_size != expected_size:
-            mismatched.append(
-                {
-                    "path": rel,
-                    "expected_size": expected_size,
-                    "size": st.st_size,
-                    "mtime": st.st_mtime,
-                    "reason": "size",
-                }
-            )
+            mismatched.append(_mismatch(rel, expected_size, st, "size"))
             continue
         if mode == "all" or rel.endswith(".py"):
             algo, _, want = digest.partition("=")
@@ -154,26 +179,10 @@ def check(name: str, paths: list[str], mode: str, ctx: Context) -> PackageIntegr
             hashed += 1
             hashed_bytes += st.st_size
             if got != want:
-                mismatched.append(
-                    {
-                        "path": rel,
-                        "expected_size": expected_size,
-                        "size": st.st_size,
-                        "mtime": st.st_mtime,
-                        "reason": "hash",
-                    }
-                )
+                mismatched.append(_mismatch(rel, expected_size, st, "hash"))
         else:
             size_checked += 1
-    unrecorded: list[str] = []
-    top = os.path.join(site, name.replace("-", "_"))
-    if os.path.isdir(top):
-        for root, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for fn in files:
-                full = os.path.normpath(os.path.join(root, fn))
-                if fn.endswith(".py") and full not in recorded and len(unrecorded) < LIST_MAX:
-                    unrecorded.append(os.path.relpath(full, site))
+    unrecorded = _unrecorded_py(site, name, recorded)
     out.update(
         {
             "files": len(rows),

@@ -117,6 +117,7 @@ def _code(source: str, node: ast.AST) -> str:
 
 
 def _marker(call: ast.Call) -> list[str]:
+    """The ``MARKERS`` a call is (a compile, a dynamo reset...)."""
     name = _dotted(call.func)
     last = name.rsplit(".", 1)[-1]
     found = []
@@ -129,7 +130,21 @@ def _marker(call: ast.Call) -> list[str]:
         if marker == "dynamo_reset" and "_dynamo" not in name:
             continue
         found.append(marker)
+    # Trainer's ``TrainingArguments(torch_compile=True)`` compiles the model
+    # with no torch.compile call in the script.
+    if any(
+        k.arg == "torch_compile" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+        for k in call.keywords
+    ):
+        found.append("torch.compile")
     return found
+
+
+def _mark(markers: dict[str, list[int]], marker: str, line: int) -> None:
+    """Note ``line`` as a place of ``marker``; the first 20 are enough to show it."""
+    lines = markers.setdefault(marker, [])
+    if len(lines) < 20:
+        lines.append(line)
 
 
 def _literal_paths(tree: ast.Module) -> list[str]:
@@ -249,32 +264,17 @@ def scan_source(source: str, path: str) -> ScriptReport:
                 if named and named[0].value in WATCHED:
                     value = node.args[1] if len(node.args) > 1 else None
                     patch(node, f"{fname}({named[0].value})", value)
-            found = _marker(node)
-            # Trainer's ``TrainingArguments(torch_compile=True)`` compiles the model
-            # with no torch.compile call in the script.
-            if any(
-                k.arg == "torch_compile"
-                and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                for k in node.keywords
-            ):
-                found.append("torch.compile")
-            for m in found:
-                lines = markers.setdefault(m, [])
-                if len(lines) < 20:
-                    lines.append(node.lineno)
+            for m in _marker(node):
+                _mark(markers, m, node.lineno)
         if isinstance(node, ast.Constant) and node.value == "flex_attention":
             # transformers' attn_implementation="flex_attention" compiles flex_attention
             # inside the library: the run compiles with no call in its own code.
-            lines = markers.setdefault("torch.compile", [])
-            if len(lines) < 20:
-                lines.append(node.lineno)
+            _mark(markers, "torch.compile", node.lineno)
         if isinstance(node, ast.FunctionDef):
             # ``@torch.compile`` without arguments is a decorator, not a call.
             for dec in node.decorator_list:
                 if not isinstance(dec, ast.Call) and _dotted(dec).endswith("torch.compile"):
-                    lines = markers.setdefault("torch.compile", [])
-                    if len(lines) < 20:
-                        lines.append(dec.lineno)
+                    _mark(markers, "torch.compile", dec.lineno)
     # ast.walk is breadth-first; facts read better in source order.
     patches.sort(key=lambda x: x["line"])
     return {

@@ -145,27 +145,9 @@ def shift_lines(summ: Summarizer, delta: int | None) -> None:
         )
 
 
-def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
-    """Append ``other``, the summarizer of the part of the file that follows the part
-    ``summ`` read; ``continuous`` as for ``Steps.absorb``."""
-    summ.close_window()
-    other.close_window()
-    summ.records += other.records
-    summ.blank += other.blank
-    summ.other_lines += other.other_lines
-    summ.other_samples = (summ.other_samples + other.other_samples)[:SAMPLES]
-    for k, v in other.shapes.items():
-        summ.shapes[k] = summ.shapes.get(k, 0) + v
-    if summ.derived is None:
-        summ.derived = other.derived
-    if summ.cumulative is None:
-        summ.cumulative = other.cumulative
-    for k, v in other.malformed.items():
-        summ.malformed[k] = summ.malformed.get(k, 0) + v
-    summ.malformed_samples = (summ.malformed_samples + other.malformed_samples)[:SAMPLES]
-    for k, v in other.unusable_count.items():
-        summ.unusable_count[k] = summ.unusable_count.get(k, 0) + v
-    summ.unusable_samples = (summ.unusable_samples + other.unusable_samples)[:SAMPLES]
+def _absorb_keys(summ: Summarizer, other: Summarizer) -> None:
+    """The field names ``other`` saw, and where it found one under another name: a
+    name that changed between the pieces is a schema change at ``other``'s first record."""
     for k, v in other.keys_seen.items():
         if k in summ.keys_seen or len(summ.keys_seen) < 64:
             summ.keys_seen[k] = summ.keys_seen.get(k, 0) + v
@@ -179,22 +161,11 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
                 {"line": line, "field": role, "from": summ.keys[role], "to": key}
             )
             summ.keys[role] = key
-    if other.records:
-        summ.scale = other.scale
-    summ.all.absorb(other.all, continuous)
-    for g, grp in other.groups.items():
-        if g in summ.groups:
-            summ.groups[g].absorb(grp, continuous)
-        else:
-            summ.groups[g] = grp
-    if summ.group_keys is None:
-        summ.group_keys = other.group_keys
-    for k, v in other.nonfinite.items():
-        summ.nonfinite[k] += v
-    if summ.loss_first_nonfinite is None:
-        summ.loss_first_nonfinite = other.loss_first_nonfinite
-    if summ.grad_first_nonfinite is None:
-        summ.grad_first_nonfinite = other.grad_first_nonfinite
+
+
+def _absorb_clock(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
+    """The records' clock: the seconds between the two parts count as one interval (a
+    gap, or a clock that went back) unless a part between was not read."""
     if other.t_count:
         assert other.t_first is not None
         if continuous and summ.t_last is not None:
@@ -222,6 +193,47 @@ def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
     summ.t_unparsed += other.t_unparsed
     summ.intervals.absorb(other.intervals)
     summ.gaps.absorb(other.gaps)
+
+
+def absorb(summ: Summarizer, other: Summarizer, continuous: bool) -> None:
+    """Append ``other``, the summarizer of the part of the file that follows the part
+    ``summ`` read; ``continuous`` as for ``Steps.absorb``."""
+    summ.close_window()
+    other.close_window()
+    summ.records += other.records
+    summ.blank += other.blank
+    summ.other_lines += other.other_lines
+    summ.other_samples = (summ.other_samples + other.other_samples)[:SAMPLES]
+    for k, v in other.shapes.items():
+        summ.shapes[k] = summ.shapes.get(k, 0) + v
+    if summ.derived is None:
+        summ.derived = other.derived
+    if summ.cumulative is None:
+        summ.cumulative = other.cumulative
+    for k, v in other.malformed.items():
+        summ.malformed[k] = summ.malformed.get(k, 0) + v
+    summ.malformed_samples = (summ.malformed_samples + other.malformed_samples)[:SAMPLES]
+    for k, v in other.unusable_count.items():
+        summ.unusable_count[k] = summ.unusable_count.get(k, 0) + v
+    summ.unusable_samples = (summ.unusable_samples + other.unusable_samples)[:SAMPLES]
+    _absorb_keys(summ, other)
+    if other.records:
+        summ.scale = other.scale
+    summ.all.absorb(other.all, continuous)
+    for g, grp in other.groups.items():
+        if g in summ.groups:
+            summ.groups[g].absorb(grp, continuous)
+        else:
+            summ.groups[g] = grp
+    if summ.group_keys is None:
+        summ.group_keys = other.group_keys
+    for k, v in other.nonfinite.items():
+        summ.nonfinite[k] += v
+    if summ.loss_first_nonfinite is None:
+        summ.loss_first_nonfinite = other.loss_first_nonfinite
+    if summ.grad_first_nonfinite is None:
+        summ.grad_first_nonfinite = other.grad_first_nonfinite
+    _absorb_clock(summ, other, continuous)
     summ.windows.extend(other.windows)
     summ.speed.absorb(other.speed, continuous, other.windows)
     if other.last_records:

@@ -67,10 +67,6 @@ def schema(summ: Summarizer) -> dict[str, Any]:
 
 def result(summ: Summarizer) -> dict[str, Any]:
     summ.close_window()
-    interval = summ.intervals.summary()
-    median_dt = interval.get("median")
-    threshold = max(120.0, 10.0 * median_dt) if median_dt is not None else 120.0
-    gaps = [g for g in summ.gaps.items() if g["seconds"] > threshold]
     overall = summ.all.summary()
     groups = {g: grp.summary() for g, grp in sorted(summ.groups.items())}
     if groups:
@@ -106,17 +102,7 @@ def result(summ: Summarizer) -> dict[str, Any]:
         "aggregates": aggregates(groups, tok, list(summ.group_keys or ())),
         "records": summ.records,
         "blank_lines": summ.blank,
-        "malformed": sum(summ.malformed.values()),
-        "malformed_by_reason": dict(sorted(summ.malformed.items())),
-        "malformed_samples": summ.malformed_samples,
-        "unusable_numbers": {
-            "count": sum(summ.unusable_count.values()),
-            "by_field": dict(sorted(summ.unusable_count.items())),
-            "samples": sorted(
-                summ.unusable_samples,
-                key=lambda d: (d["line"] is None, d["line"] or 0, d["offset"] or 0),
-            ),
-        },
+        **damage(summ),
         "fields": dict(summ.keys),
         "group_fields": list(summ.group_keys or ()),
         "throughput_scale": summ.scale,
@@ -134,24 +120,50 @@ def result(summ: Summarizer) -> dict[str, Any]:
             "first_nonfinite": summ.grad_first_nonfinite,
         },
         "groups": groups,
-        "time": {
-            "count": summ.t_count,
-            "unparsed": summ.t_unparsed,
-            "first": summ.t_first,
-            "last": summ.t_last,
-            "span_s": (summ.t_last - summ.t_first)
-            if summ.t_first is not None and summ.t_last is not None
-            else None,
-            "median_interval_s": median_dt,
-            "backwards": summ.t_backwards,
-            "gap_threshold_s": threshold,
-            "gaps": gaps,
-        },
+        "time": clock(summ),
         "window_records": summ.window_size,
         "decoder": values.DECODER,
         "windows": summ.windows,
         "speed": summ.speed.summary(early),
         "last_records": [clip_record(d) for d in summ.last_records],
+    }
+
+
+def clock(summ: Summarizer) -> dict[str, Any]:
+    """The records' timestamps: their span, the median interval, and the gaps far
+    longer than it (ten times it, and at least 120 s)."""
+    median_dt = summ.intervals.summary().get("median")
+    threshold = max(120.0, 10.0 * median_dt) if median_dt is not None else 120.0
+    return {
+        "count": summ.t_count,
+        "unparsed": summ.t_unparsed,
+        "first": summ.t_first,
+        "last": summ.t_last,
+        "span_s": (summ.t_last - summ.t_first)
+        if summ.t_first is not None and summ.t_last is not None
+        else None,
+        "median_interval_s": median_dt,
+        "backwards": summ.t_backwards,
+        "gap_threshold_s": threshold,
+        "gaps": [g for g in summ.gaps.items() if g["seconds"] > threshold],
+    }
+
+
+def damage(summ: Summarizer) -> dict[str, Any]:
+    """The lines that held no readable record and the numbers nobody can compute with,
+    counted by why, with samples."""
+    return {
+        "malformed": sum(summ.malformed.values()),
+        "malformed_by_reason": dict(sorted(summ.malformed.items())),
+        "malformed_samples": summ.malformed_samples,
+        "unusable_numbers": {
+            "count": sum(summ.unusable_count.values()),
+            "by_field": dict(sorted(summ.unusable_count.items())),
+            "samples": sorted(
+                summ.unusable_samples,
+                key=lambda d: (d["line"] is None, d["line"] or 0, d["offset"] or 0),
+            ),
+        },
     }
 
 

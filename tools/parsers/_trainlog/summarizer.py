@@ -3,7 +3,8 @@
 """The summarizer: blocks of records accumulated column by column into per-series
 steps, throughput and loss, time gaps, windows and damage counts, in bounded memory.
 ``records`` turns lines into the records it takes, ``result`` turns it into the
-summary, ``forked`` merges the summarizers of pieces read side by side.
+summary, ``forked`` merges the summarizers of pieces read side by side; ``derive`` and
+``speed_source`` find the throughput and the speed where the records state neither.
 
 Shipped in the probe bundle: stdlib only, Python >= 3.8.
 """
@@ -17,28 +18,19 @@ from operator import itemgetter
 from typing import Any
 
 from .columns import Col, differences, drop_nonfinite, largest, numbers, picker
+from .derive import derive
 from .fields import (
-    CUMULATIVE_TOKENS,
     FIELD_ALIASES,
     GROUP_ALIASES,
     MAX_GROUPS,
     find_alias,
     lookup,
-    other_rate,
     scale_of,
 )
-from .speed import (
-    AVERAGE_FIELDS,
-    AVERAGE_UNITS,
-    RECENT_MAX,
-    RECENT_MIN,
-    RECENT_SHARE,
-    Batch,
-    Speed,
-    WindowSpeed,
-)
-from .stats import Sample, Top, Window, median
-from .steps import Steps
+from .group import Group, first_nonfinite
+from .speed import RECENT_MAX, Speed, WindowSpeed
+from .speed_source import average_field, speed_points
+from .stats import Sample, Top, Window
 from .values import (
     INT_FLOAT,
     NONFINITE_COUNTED,
@@ -51,59 +43,6 @@ from .values import (
     to_time,
     why_unusable,
 )
-
-
-def first_nonfinite(col: Col, steps: Col, lines: list[int | None]) -> dict[str, Any] | None:
-    """The first record of ``col`` whose number is NaN or infinite: where a run's loss
-    (or gradient) broke; None when all are finite (a finite sum proves it at C speed)."""
-    present = col.present()[0]
-    if not present or math.isfinite(sum(present)):
-        return None
-    for k, v in enumerate(col.vals):
-        if v is not None and not math.isfinite(v):
-            return {
-                "line": lines[k],
-                "step": steps.vals[k],
-                "value": repr(v),  # JSON holds no NaN: the text Python writes
-            }
-    return None
-
-
-class Group:
-    """Everything kept per series (per device/role when the log has several)."""
-
-    def __init__(self, max_values: int) -> None:
-        self.records = 0
-        self.steps = Steps()
-        self.tok = Sample(max_values)
-        self.recent_tok: deque[float] = deque(maxlen=RECENT_MAX)
-        self.loss = Sample(max_values)
-
-    def absorb(self, other: Group, continuous: bool) -> None:
-        self.records += other.records
-        self.steps.absorb(other.steps, continuous)
-        self.tok.absorb(other.tok)
-        self.loss.absorb(other.loss)
-        self.recent_tok.extend(other.recent_tok)
-
-    def summary(self) -> dict[str, Any]:
-        tok = self.tok.summary()
-        # "Recent" is a stated window: the last quarter of the series' values, at least
-        # RECENT_MIN and at most RECENT_MAX of them (a short log's "recent" is not all of it).
-        k = max(RECENT_MIN, min(RECENT_MAX, self.tok.count // RECENT_SHARE))
-        recent = list(self.recent_tok)[-k:]
-        tok["recent_median"] = median(recent)
-        tok["recent_records"] = len(recent)
-        tok["recent_how"] = (
-            f"median of the last {len(recent)} values (a quarter of the {self.tok.count},"
-            f" at least {RECENT_MIN}, at most {RECENT_MAX})"
-        )
-        return {
-            "records": self.records,
-            "steps": self.steps.summary(),
-            "throughput": tok,
-            "loss": self.loss.summary(),
-        }
 
 
 class Summarizer:
@@ -381,14 +320,14 @@ class Summarizer:
             and toks.vals.count(None) == n
             and (self.keys["throughput"] is None or self.derived is not None)
             and self.speed.kind != "stated_average"
-            and not (self.speed.kind is None and self.average_field(recs))
+            and not (self.speed.kind is None and average_field(recs))
         ):
             self.derive_offsets = offsets
-            derived = self.derive(recs, lines, steps, times, groups)
+            derived = derive(self, recs, lines, steps, times, groups)
             if derived is not None:
                 toks = derived
         self.time_batch(times, lines, offsets)
-        points = self.speed_points(recs, lines, steps, toks, times) if groups is None else None
+        points = speed_points(self, recs, lines, steps, toks, times) if groups is None else None
         self.series(self.all, steps if groups is None else None, toks, losses, lines, offsets)
         parts: dict[str, list[int]] = groups or {}
         for g, idx in parts.items():
@@ -417,81 +356,6 @@ class Summarizer:
             if self.win.n >= self.window_size:
                 self.close_window()
             i = j
-
-    def derive(
-        self,
-        recs: list[dict[str, Any]],
-        lines: list[int | None],
-        steps: Col,
-        times: Col,
-        groups: dict[str, list[int]] | None,
-    ) -> Col | None:
-        """Tokens/s from a token count and seconds, per series, when no field holds it:
-        a running total over the time between records, or one step's tokens over its
-        step time (else over the time since the record before, times the steps between)."""
-        tokens = numbers(self.column("tokens", recs, lines, self.derive_offsets))
-        self.derive_cols = None
-        if tokens.vals.count(None) == len(recs):
-            return None
-        step_time = numbers(self.column("step_time", recs, lines, self.derive_offsets))
-        clock = times
-        clock_name = self.keys["time"]
-        if not times.vals or times.vals.count(None) == len(recs):
-            clock = numbers(self.column("elapsed", recs, lines, self.derive_offsets))
-            clock_name = self.keys["elapsed"]
-        name = self.keys["tokens"] or ""
-        self.derive_cols = (tokens.vals, clock.vals)
-        self.derive_names = (name, clock_name)
-        if self.cumulative is None:
-            if name in CUMULATIVE_TOKENS:
-                self.cumulative = True
-            else:
-                seen = [v for v in tokens.vals if v is not None][:8]
-                # A count that grows at every record is a running total; a per-step
-                # count repeats or wanders.
-                self.cumulative = len(seen) >= 3 and all(b > a for a, b in zip(seen, seen[1:]))  # noqa: RUF007 (3.8)
-        label_of: list[str] = [""] * len(recs)
-        for g, idx in (groups or {}).items():
-            for i in idx or range(len(recs)):
-                label_of[i] = g
-        out: list[float | None] = []
-        prev = self.derive_prev
-        for i in range(len(recs)):
-            tok, t, st = tokens.vals[i], clock.vals[i], steps.vals[i]
-            dt_step = step_time.vals[i]
-            v: float | None = None
-            if tok is None:
-                out.append(None)
-                continue
-            before = prev.get(label_of[i])
-            if not self.cumulative and dt_step:
-                v = tok / dt_step
-            elif t is not None and before is not None and t > before[1]:
-                if self.cumulative:
-                    v = (tok - before[0]) / (t - before[1]) if tok >= before[0] else None
-                else:
-                    span = st - before[2] if st is not None and before[2] is not None else 1
-                    v = tok * max(1.0, span) / (t - before[1])
-            if t is not None:
-                prev[label_of[i]] = (tok, t, st)
-            out.append(v)
-        if self.derived is None and any(v is not None for v in out):
-            over = (
-                self.keys["step_time"] if not self.cumulative and self.keys["step_time"] else None
-            )
-            self.derived = {
-                "tokens": name,
-                "tokens_kind": "running total" if self.cumulative else "per step",
-                "seconds": over or clock_name,
-                "how": (
-                    f"{name} / {over}"
-                    if over
-                    else f"difference of {name} over difference of {clock_name}"
-                    if self.cumulative
-                    else f"{name} x steps between records / difference of {clock_name}"
-                ),
-            }
-        return Col(out, False)
 
     def series(
         self,
@@ -600,106 +464,6 @@ class Summarizer:
             self.speed.first_window_index = len(self.windows) - 1
         self.win_speed = WindowSpeed(old.last or old.anchor)
         self.win = Window()
-
-    # -- the speed ----------------------------------------------------------------
-    def average_field(self, recs: list[dict[str, Any]]) -> str | None:
-        """The first of ``AVERAGE_FIELDS`` the batch's records hold."""
-        for name, _ in AVERAGE_FIELDS:
-            if any(name in d for d in recs):
-                return name
-        return None
-
-    def speed_points(
-        self,
-        recs: list[dict[str, Any]],
-        lines: list[int | None],
-        steps: Col,
-        toks: Col,
-        times: Col,
-    ) -> Batch | None:
-        """The batch's records as the speed's points (``speed.Speed``), its source
-        chosen on the first batch that has one, the trainer's own figure first: a stated
-        tokens/s, a stated average since the segment began with its seconds, a rate in
-        another unit (samples/s, steps/s), a running token total over seconds, and last
-        the steps over the records' clock."""
-        sp = self.speed
-        if sp.kind is None:
-            average = self.average_field(recs)
-            clock = times if any(v is not None for v in times.vals) else None
-            if clock is None and (
-                self.keys["elapsed"] is not None or find_alias("elapsed", recs[0])
-            ):
-                clock = numbers(self.column("elapsed", recs, lines, None))
-            if any(v is not None for v in toks.vals) and self.derived is None:
-                field = self.keys["throughput"] or "throughput"
-                sp.source("stated", field, "tokens/s", f"{field} as stated at each record")
-            elif average is not None:
-                sp.source(
-                    "stated_average",
-                    average,
-                    AVERAGE_UNITS[average],
-                    f"difference of {average} x {{elapsed}} over difference of {{elapsed}}",
-                )
-            elif self.cumulative and self.derive_cols is not None and self.derive_names:
-                # A running total with its clock: a piece of one record (a forked read's)
-                # derives no value yet, and is still the same source.
-                name, clock_name = self.derive_names
-                how = f"difference of {name} over difference of {clock_name}"
-                sp.source("derived", name, "tokens/s", how)
-            elif self.derived is not None:
-                tokens, how = str(self.derived["tokens"]), str(self.derived["how"])
-                sp.source("derived_values", tokens, "tokens/s", how)
-            elif (other := next(filter(None, map(other_rate, recs[:64])), None)) is not None:
-                self.rate_field = other[0]
-                sp.source("stated", other[0], other[1], f"{other[0]} as stated at each record")
-            elif (
-                clock is not None
-                and any(v is not None for v in clock.vals)
-                and any(v is not None for v in steps.vals)
-            ):
-                # The last resort: steps over the records' own clock.
-                step_name = self.keys["step"] or "step"
-                clock_name = self.keys["time"] if clock is times else self.keys["elapsed"]
-                self.steps_over = clock is times
-                sp.source(
-                    "derived",
-                    step_name,
-                    "steps/s",
-                    f"difference of {step_name} over difference of {clock_name}",
-                )
-            else:
-                return None
-        step_vals = steps.vals
-        if sp.kind in ("stated", "derived_values"):
-            vals = toks.vals
-            if self.rate_field is not None:
-                vals = numbers([d.get(self.rate_field) for d in recs]).vals
-            return self.speed.run(lines, step_vals, vals, None, None, None)
-        if sp.kind == "derived" and sp.unit == "steps/s":
-            secs = (
-                times.vals
-                if self.steps_over
-                else numbers(self.column("elapsed", recs, lines, None)).vals
-            )
-            sp.bounds.learn([], secs)
-            return self.speed.run(lines, step_vals, None, step_vals, secs, None)
-        if sp.kind == "stated_average":
-            assert sp.field is not None
-            rates = numbers([d.get(sp.field) for d in recs]).vals
-            secs = numbers(self.column("elapsed", recs, lines, None)).vals
-            elapsed = self.keys["elapsed"] or "elapsed"
-            if "{elapsed}" in sp.how:
-                sp.how = sp.how.replace("{elapsed}", elapsed)
-            sp.bounds.learn(rates, secs)
-            totals = [
-                r * t if r is not None and t is not None else None for r, t in zip(rates, secs)
-            ]
-            return self.speed.run(lines, step_vals, None, totals, secs, rates)
-        if sp.kind == "derived" and self.derive_cols is not None:
-            counts, seconds = self.derive_cols
-            sp.bounds.learn([], seconds)
-            return self.speed.run(lines, step_vals, None, counts, seconds, None)
-        return None
 
     def break_continuity(self) -> None:
         """Between head and tail: what lies between was not seen, so no restart/gap."""
