@@ -27,9 +27,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
-from agent.analysis.symptoms import Symptom, restart
+from agent.analysis.detect import restart
+from agent.analysis.symptoms import Symptom
 from agent.model.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
-from agent.model.facts import Fact, Ledger, latest, observed
+from agent.model.facts import Fact, Ledger, as_dict, latest, observed
 from tools.figures import finite_number
 from tools.parsers.signatures import CHECKPOINT_LOAD, RESUME, RUN_SUMMARY, console_path
 
@@ -38,17 +39,13 @@ STALL_FLOOR = 30.0  # seconds: a checkpoint save or an evaluation pauses a log t
 ALIVE_STATES = "RSD"  # running, sleeping, waiting on I/O: not a zombie, not stopped
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def logging_interval(trainlog: Fact) -> tuple[float, tuple[str, ...], str] | None:
     """The run's own seconds between records, where it is in the fact, and what it is."""
-    value = _dict(trainlog.value)
-    spoken = finite_number(_dict(value.get("speed")).get("median_interval_s"))
+    value = as_dict(trainlog.value)
+    spoken = finite_number(as_dict(value.get("speed")).get("median_interval_s"))
     if spoken is not None and spoken > 0:
         return spoken, ("speed", "median_interval_s"), "median seconds between its records"
-    stamped = finite_number(_dict(value.get("time")).get("median_interval_s"))
+    stamped = finite_number(as_dict(value.get("time")).get("median_interval_s"))
     if stamped is not None and stamped > 0:
         return stamped, ("time", "median_interval_s"), "median seconds between its timestamps"
     return None
@@ -56,8 +53,8 @@ def logging_interval(trainlog: Fact) -> tuple[float, tuple[str, ...], str] | Non
 
 def _trainer_in(processes: Fact, root: str) -> int | None:
     """The index of a live process whose working directory is the workspace."""
-    for i, proc in enumerate(_dict(processes.value).get("processes") or []):
-        proc = _dict(proc)
+    for i, proc in enumerate(as_dict(processes.value).get("processes") or []):
+        proc = as_dict(proc)
         cwd, state = proc.get("cwd"), proc.get("state")
         if (
             isinstance(cwd, str)
@@ -118,13 +115,13 @@ class _Quiet(NamedTuple):
         others): a console that went on after it (a Trainer's checkpoint state) knows
         later steps."""
         mtime = {
-            id(f): finite_number(_dict(_dict(f.value).get("file")).get("mtime"))
+            id(f): finite_number(as_dict(as_dict(f.value).get("file")).get("mtime"))
             for f, _, _ in self.logs
         }
         own = mtime.get(id(self.trainlog))
         if own is None or any(m is not None and m > own for m in mtime.values()):
             return None
-        return finite_number(_dict(_dict(self.trainlog.value).get("steps")).get("max"))
+        return finite_number(as_dict(as_dict(self.trainlog.value).get("steps")).get("max"))
 
     def symptom(self, kind: Literal["stalled", "stopped"], tail: str, more: list[Claim]) -> Symptom:
         """The symptom: the logs' quiet and its threshold's interval, then ``more``."""
@@ -153,7 +150,7 @@ def _quiet(ledger: Ledger, fact_ids: Sequence[str]) -> _Quiet | None:
     processes = observed(latest(ledger, fact_ids, "processes"))
     if trainlog is None or layout is None or processes is None:
         return None
-    root = _dict(layout.value).get("root")
+    root = as_dict(layout.value).get("root")
     interval = logging_interval(trainlog)
     if not isinstance(root, str) or interval is None:
         return None
@@ -162,7 +159,7 @@ def _quiet(ledger: Ledger, fact_ids: Sequence[str]) -> _Quiet | None:
     logs: list[tuple[Fact, float, str]] = []
     for probe, name in (("trainlog", "train log"), ("stdoutlog", "console log")):
         fact = observed(latest(ledger, fact_ids, probe))
-        age = finite_number(_dict(_dict(fact.value).get("file")).get("age_s")) if fact else None
+        age = finite_number(as_dict(as_dict(fact.value).get("file")).get("age_s")) if fact else None
         if fact is not None and age is not None:
             logs.append((fact, age, name))
     if not logs or min(age for _, age, _ in logs) < threshold:
@@ -180,7 +177,7 @@ def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
     alive = _trainer_in(processes, root)
     if alive is None:
         return None
-    proc = _dict(_dict(processes.value)["processes"][alive])
+    proc = as_dict(as_dict(processes.value)["processes"][alive])
     pid = proc.get("pid")
 
     def about(part: str, label: str, pattern: str) -> Claim:
@@ -209,7 +206,7 @@ def stopped(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
     found = _quiet(ledger, fact_ids)
     if found is None:
         return None
-    working = _dict(found.processes.value).get("in_workspace")
+    working = as_dict(found.processes.value).get("in_workspace")
     if not isinstance(working, list) or working:
         return None
     label = "live processes that work in the workspace"
@@ -223,7 +220,7 @@ def stopped(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
 
 def _said_resumed(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     """A line that says the run resumed, dated by the step printed before it."""
-    sig = _dict(signatures.get(RESUME))
+    sig = as_dict(signatures.get(RESUME))
     count = sig.get("count")
     if not isinstance(count, int) or count < 1:
         return None
@@ -234,14 +231,14 @@ def _said_resumed(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
         "console lines that say the run resumed",
         1,
         f"the console says so at line {sig.get('first_line')}: {said!r}",
-        finite_number(_dict(sig.get("first_after_step")).get("step")),
+        finite_number(as_dict(sig.get("first_after_step")).get("step")),
     )
 
 
 def _reloaded(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     """A checkpoint loaded after the console printed a step: the run went back to it."""
-    midrun = _dict(_dict(signatures.get(CHECKPOINT_LOAD)).get("first_midrun"))
-    step = finite_number(_dict(midrun.get("after_step")).get("step"))
+    midrun = as_dict(as_dict(signatures.get(CHECKPOINT_LOAD)).get("first_midrun"))
+    step = finite_number(as_dict(midrun.get("after_step")).get("step"))
     if step is None:
         return None
     said = str(midrun.get("text") or "")[:160]
@@ -259,7 +256,7 @@ def _reloaded(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
 def _trained_again(console: Fact, signatures: dict[str, Any]) -> Symptom | None:
     """Trainer's summary printed more than once: its train() ran again in this console
     (a resume, or a script that trains twice), each call a segment of its own."""
-    sig = _dict(signatures.get(RUN_SUMMARY))
+    sig = as_dict(signatures.get(RUN_SUMMARY))
     count = sig.get("count")
     if not isinstance(count, int) or count < 2:
         return None
@@ -287,7 +284,7 @@ def resumed_in_console(
     console = observed(latest(ledger, fact_ids, "stdoutlog"))
     if console is None:
         return None
-    signatures = _dict(_dict(console.value).get("signatures"))
+    signatures = as_dict(as_dict(console.value).get("signatures"))
     for read in (_said_resumed, _reloaded, _trained_again):
         symptom = read(console, signatures)
         if symptom is not None:
@@ -311,13 +308,13 @@ def restarted_process(
     processes = observed(latest(ledger, fact_ids, "processes"))
     if trainlog is None or processes is None:
         return None
-    first = finite_number(_dict(_dict(trainlog.value).get("time")).get("first"))
+    first = finite_number(as_dict(as_dict(trainlog.value).get("time")).get("first"))
     if first is None or first < EPOCH_FLOOR:
         return None
-    value = _dict(processes.value)
-    working = {_dict(w).get("pid") for w in value.get("in_workspace") or []}
+    value = as_dict(processes.value)
+    working = {as_dict(w).get("pid") for w in value.get("in_workspace") or []}
     for i, proc in enumerate(value.get("processes") or []):
-        proc = _dict(proc)
+        proc = as_dict(proc)
         started = finite_number(proc.get("start_time"))
         if proc.get("pid") not in working or started is None or started <= first + START_SLACK:
             continue

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
-from agent.analysis import progress, timing
+from agent.analysis import detect, progress, timing, unobserved
 from agent.analysis import symptoms as layer
 from agent.analysis.baseline import diff, import_snapshot
 from agent.analysis.symptoms import Symptom
@@ -51,16 +51,16 @@ def _speed_symptoms(evidence: Evidence) -> list[Symptom]:
     """The train log's symptoms; where it states no speed the tests can judge, the
     console's progress bar (tqdm's printed rate, the trainer's own figure) and then, as
     the last resort, the pace its checkpoints were saved at."""
-    found = layer.find(evidence.latest("trainlog"))
+    found = detect.find(evidence.latest("trainlog"))
     if layer.judged_speed(found):
         return found
     for other in (
-        layer.find_in_bars(evidence.latest("stdoutlog")),
-        layer.find_in_checkpoints(evidence.latest("checkpoints")),
+        detect.find_in_bars(evidence.latest("stdoutlog")),
+        detect.find_in_checkpoints(evidence.latest("checkpoints")),
     ):
         if layer.judged_speed(other):
             return [s for s in found if s.kind != "speed_unobserved"] + other
-    return layer.with_run_summaries(found, evidence.latest("stdoutlog"))
+    return unobserved.with_run_summaries(found, evidence.latest("stdoutlog"))
 
 
 def _progress_symptoms(ledger: Ledger, facts: Sequence[str], found: list[Symptom]) -> list[Symptom]:

@@ -33,7 +33,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.analysis.symptoms import DROP
+from agent.analysis.change_points import DROP
 
 FORMAT: Final = "dflash-doctor-health/1"
 

@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agent.model.facts import Fact, Ledger
+from agent.model.shown import shown_value
 from agent.model.versions import difference
 from tools.figures import finite_number
 
@@ -309,29 +310,7 @@ def check(claim: Claim, ledger: Ledger) -> ClaimVerdict:
 
 
 def _shown(ref: Ref, values: dict[Ref, object]) -> str:
-    return f"{ref.show()} = {_fmt(values[ref])} [{ref.fact}]"
-
-
-def _fmt(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        if finite_number(value) is None or abs(value) >= 10**24:
-            return _huge(value)
-        return f"{value:,}"
-    if isinstance(value, str):
-        return repr(value if len(value) <= 120 else value[:117] + "...")
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _huge(value: int) -> str:
-    """An integer too long to show, by its size (``str`` itself refuses past 4300 digits)."""
-    try:
-        digits = len(str(abs(value)))
-    except ValueError:
-        return f"an integer of {value.bit_length()} bits"
-    return f"{str(value)[:6]}… (an integer of {digits} digits)"
+    return f"{ref.show()} = {shown_value(values[ref])} [{ref.fact}]"
 
 
 def _version_differs(pred: VersionDiffers, values: dict[Ref, object]) -> tuple[bool | None, str]:
@@ -360,7 +339,7 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
     if isinstance(pred, Equal | Differs):
         left = values[pred.a]
         right = values[pred.b] if pred.b is not None else pred.value
-        other = _shown(pred.b, values) if pred.b is not None else _fmt(pred.value)
+        other = _shown(pred.b, values) if pred.b is not None else shown_value(pred.value)
         same = left == right
         verb = "equals" if same else "differs from"
         return (
@@ -375,7 +354,7 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         else:
             return None, f"{pred.a.show()} [{pred.a.fact}] is not text or a list"
         verb = "contains" if found else "does not contain"
-        return found, f"{pred.a.show()} [{pred.a.fact}] {verb} {_fmt(pred.item)}"
+        return found, f"{pred.a.show()} [{pred.a.fact}] {verb} {shown_value(pred.item)}"
     if isinstance(pred, Matches):
         text = values[pred.a]
         if not isinstance(text, str):
@@ -389,7 +368,7 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
             return None, f"{pred.a.show()} [{pred.a.fact}] is not a number"
         ok = number >= pred.value if isinstance(pred, AtLeast) else number <= pred.value
         rel = ("≥" if ok else "<") if isinstance(pred, AtLeast) else ("≤" if ok else ">")
-        return ok, f"{_shown(pred.a, values)} {rel} {_fmt(pred.value)}"
+        return ok, f"{_shown(pred.a, values)} {rel} {shown_value(pred.value)}"
     if isinstance(pred, RatioBelow | RatioAtLeast):
         num, den = finite_number(values[pred.a]), finite_number(values[pred.b])
         if num is None or den is None or den == 0:
@@ -474,7 +453,11 @@ def _at(value: object, path: Sequence[PathPart]) -> object:
 
 def _span(n: int, steps: tuple[float | None, float | None]) -> str:
     lo, hi = steps
-    where = f"steps {_fmt(lo)}–{_fmt(hi)}" if lo is not None and hi is not None else "no steps"
+    where = (
+        f"steps {shown_value(lo)}–{shown_value(hi)}"
+        if lo is not None and hi is not None
+        else "no steps"
+    )
     return f"{n} window(s), {where}"
 
 
@@ -496,6 +479,6 @@ def _window_ratio(pred: WindowRatio, windows: object) -> tuple[bool | None, str]
     ok = ratio < pred.ratio if pred.below else ratio >= pred.ratio
     rel = ("<" if ok else "≥") if pred.below else ("≥" if ok else "<")
     return ok, (
-        f"{label}: median {_fmt(b)} in {_span(len(before), b_steps)} → {_fmt(a)} in "
+        f"{label}: median {shown_value(b)} in {_span(len(before), b_steps)} → {shown_value(a)} in "
         f"{_span(len(after), a_steps)} [{pred.a.fact}]: {ratio:.2f}× ({rel} {pred.ratio:g}×)"
     )

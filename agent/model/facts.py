@@ -161,3 +161,10 @@ def latest(ledger: Ledger, ids: Sequence[str], probe: str) -> Fact | None:
 def observed(fact: Fact | None) -> Fact | None:
     """``fact`` when it holds an observation, None when it is absent or failed."""
     return fact if fact is not None and fact.ok else None
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """A part of a fact's value read as a mapping: the dict itself, else empty. Probe
+    values are JSON a target produced, so any part may have another shape than the probe
+    meant; a reader that needs a mapping asks here and finds nothing rather than failing."""
+    return value if isinstance(value, dict) else {}

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.model.facts import Fact
+from agent.model.shown import shown_value
 
 
 def _pyenv(v: dict[str, Any]) -> str:
@@ -39,6 +40,11 @@ def _checkpoints(v: dict[str, Any]) -> str:
     return f"{len(steps)} checkpoints: {', '.join(steps[-4:]) or 'none'}"
 
 
+def _number(value: object) -> str:
+    """A figure as a claim's sentence shows it (``shown_value``); anything else as it is."""
+    return shown_value(value) if isinstance(value, int | float) else str(value)
+
+
 def _trainlog(v: dict[str, Any]) -> str:
     tp = v.get("throughput") or {}
     steps = v.get("steps") or {}
@@ -57,9 +63,11 @@ def _trainlog(v: dict[str, Any]) -> str:
     speed: dict[str, Any] = found if isinstance(found, dict) else {}
     recent = speed.get("recent") if isinstance(speed.get("recent"), dict) else None
     if recent is not None and not v.get("group_fields"):
-        said = f"speed {recent.get('value')} {speed.get('unit', '')} ({recent.get('how')}), "
+        said = (
+            f"speed {_number(recent.get('value'))} {speed.get('unit', '')} ({recent.get('how')}), "
+        )
     else:
-        said = f"recent median {tp.get('recent_median')} {tp.get('unit', '')}, "
+        said = f"recent median {_number(tp.get('recent_median'))} {tp.get('unit', '')}, "
     return (
         f"{read}{v.get('records')} records, steps {steps.get('min')}–{steps.get('max')}, "
         f"{said}malformed {v.get('malformed')}"

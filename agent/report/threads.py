@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from agent.model.facts import Fact
+from agent.model.facts import Fact, as_dict
 from tools.probes._activities import ACTIVITIES
 
 MAX_THREADS = 16  # per process, in the fact's order (the busiest first)
@@ -38,18 +38,14 @@ CSS = (
 )
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def thread_bars(live: Fact | None) -> list[str]:
     """The section, or nothing where the live fact sampled no thread."""
     if live is None or not live.ok:
         return []
     procs = [
-        (i, _dict(p))
-        for i, p in enumerate(_dict(live.value).get("processes") or [])
-        if any(_dict(t).get("samples") for t in _dict(p).get("threads") or [])
+        (i, as_dict(p))
+        for i, p in enumerate(as_dict(live.value).get("processes") or [])
+        if any(as_dict(t).get("samples") for t in as_dict(p).get("threads") or [])
     ]
     if not procs:
         return []
@@ -69,7 +65,7 @@ def thread_bars(live: Fact | None) -> list[str]:
             f"{html.escape(str(proc.get('cmdline') or '')[:120])}</code></h3>"
             "<table><tr><th>thread</th><th>cores</th><th>samples</th></tr>"
         )
-        threads = [_dict(t) for t in proc.get("threads") or []]
+        threads = [as_dict(t) for t in proc.get("threads") or []]
         for j, thread in enumerate(threads[:MAX_THREADS]):
             if thread.get("samples"):
                 out.append(_row(live.id, i, j, proc, thread))
@@ -79,7 +75,7 @@ def thread_bars(live: Fact | None) -> list[str]:
 
 def _row(fact: str, i: int, j: int, proc: dict[str, Any], thread: dict[str, Any]) -> str:
     total = int(thread["samples"])
-    counts = _dict(thread.get("activities"))
+    counts = as_dict(thread.get("activities"))
     segments = []
     for activity in ACTIVITIES:
         k = counts.get(activity)

@@ -24,10 +24,10 @@ from typing import Any
 
 from agent.analysis.progress import STALL_FLOOR
 from agent.model.claims import AtLeast, AtMost, Claim, Equal, Exists
-from agent.model.facts import Fact
+from agent.model.facts import Fact, as_dict
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
-from agent.rules.live_threads import as_dict, processes, who
+from agent.rules.live_threads import processes, who
 
 IDLE_CPU = 0.1  # of one core: a process whose threads all wait does nothing else
 MAX_CITED = 4  # threads cited

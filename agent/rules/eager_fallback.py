@@ -10,9 +10,10 @@ import re
 
 from agent.analysis.throughput import primary_entry
 from agent.model.claims import AtLeast, AtMost, Claim, Equal, Matches, RatioBelow
+from agent.model.facts import as_dict
 from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, has, ref, trace_words
-from agent.rules.live_threads import SHARE, as_dict, doing, processes, who
+from agent.rules.live_threads import SHARE, doing, processes, who
 from tools.parsers.signatures import (
     EAGER_FALLBACK,
     FLEX_EAGER,

@@ -13,9 +13,10 @@ is inside a compiled function.
 from __future__ import annotations
 
 from agent.model.claims import AtLeast, Claim, Contains, Equal, Exists, Greater
+from agent.model.facts import as_dict
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, binds_check_at_wrap, has, ref
-from agent.rules.live_threads import as_dict, processes
+from agent.rules.live_threads import processes
 from tools.parsers.signatures import (
     FX_ERROR_TEXT,
     FX_NESTED_TRACE,

@@ -21,9 +21,10 @@ in another container shows as busy cores and a queue with no name.
 from __future__ import annotations
 
 from agent.model.claims import AtLeast, Claim, Exists, Greater, RatioAtLeast
+from agent.model.facts import as_dict
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
-from agent.rules.live_threads import as_dict, processes
+from agent.rules.live_threads import processes
 
 SATURATED = 0.9  # of all cores' time busy over the window
 NEIGHBOURS = 0.25  # of the host's cores used by other processes

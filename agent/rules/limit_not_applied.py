@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from agent.model.claims import Claim, Differs, Equal, Exists, Matches
-from agent.model.facts import Fact
+from agent.model.facts import Fact, as_dict
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
 from tools.parsers.signatures import RECOMPILE_LIMIT, console_path
@@ -28,16 +28,12 @@ BUILD = ("build",)
 WARNING = console_path(RECOMPILE_LIMIT)
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _setting(patches: Fact) -> tuple[int, int, dict[str, Any]] | None:
     """The first line of the scripts that sets the per-function limit to a number: its
     file's index, its index there, and the patch."""
-    for i, report in enumerate(_dict(patches.value).get("files") or []):
-        for j, patch in enumerate(_dict(report).get("patches") or []):
-            patch = _dict(patch)
+    for i, report in enumerate(as_dict(patches.value).get("files") or []):
+        for j, patch in enumerate(as_dict(report).get("patches") or []):
+            patch = as_dict(patch)
             target = str(patch.get("target") or "")
             named = re.search(r"\b(?:accumulated_)?(recompile_limit|cache_size_limit)\b", target)
             value = patch.get("value")
@@ -53,9 +49,9 @@ def _setting(patches: Fact) -> tuple[int, int, dict[str, Any]] | None:
 
 def _thread_start(patches: Fact) -> tuple[int, str] | None:
     """The first script that starts a thread: its index and path."""
-    for i, report in enumerate(_dict(patches.value).get("files") or []):
-        report = _dict(report)
-        if _dict(report.get("markers")).get("thread"):
+    for i, report in enumerate(as_dict(patches.value).get("files") or []):
+        report = as_dict(report)
+        if as_dict(report.get("markers")).get("thread"):
             return i, str(report.get("path"))
     return None
 
@@ -132,7 +128,9 @@ class LimitNotApplied:
 
 def _per_thread(source: Fact) -> Claim:
     """This build keeps a config value the user set in the thread that set it."""
-    evidence = _dict(_dict(_dict(source.value).get("build")).get("config_overrides_thread_local"))
+    evidence = as_dict(
+        as_dict(as_dict(source.value).get("build")).get("config_overrides_thread_local")
+    )
     cited = "; ".join(str(e) for e in evidence.get("evidence") or [])[:200]
     label = "dynamo config overrides kept per thread by this torch" + (
         f" ({cited})" if cited else ""
@@ -148,7 +146,7 @@ def _per_thread(source: Fact) -> Claim:
 def _warned_default(log: Fact, source: Fact) -> Claim:
     """torch's warning names the limit it hit with the value the compiling thread read:
     this build's default, not the script's."""
-    limit = _dict(_dict(_dict(source.value).get("build")).get("recompile_limit"))
+    limit = as_dict(as_dict(as_dict(source.value).get("build")).get("recompile_limit"))
     default = limit.get("default")
     # An unknown default leaves the first claim unverifiable; any number then matches.
     number = str(default) if isinstance(default, int) else r"\d+"
@@ -160,8 +158,8 @@ def _warned_default(log: Fact, source: Fact) -> Claim:
 def _last_reason(log: Fact) -> list[Claim]:
     """The function and the guard failure torch named with the first limit it hit (its
     warning's continuation lines), where the console kept them."""
-    hits = _dict(_dict(log.value).get("torch_logs")).get("limit_hits")
-    first = _dict(hits[0]) if isinstance(hits, list) and hits else {}
+    hits = as_dict(as_dict(log.value).get("torch_logs")).get("limit_hits")
+    first = as_dict(hits[0]) if isinstance(hits, list) and hits else {}
     if not first.get("last_reason"):
         return []
     label = (

@@ -7,15 +7,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.model.claims import AtLeast, Claim, Equal, Exists, Matches
-from agent.model.facts import Fact
+from agent.model.facts import Fact, as_dict
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import ref
 
 SHARE = 0.6  # of a thread's samples in the activity a family names
-
-
-def as_dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def processes(live: Fact) -> list[dict[str, Any]]:

@@ -51,70 +51,14 @@ class OwnCodeTime:
         self, live: Fact, i: int, proc: dict[str, Any], j: int, thread: dict[str, Any]
     ) -> Hypothesis:
         at = ("processes", i, "threads", j)
-        name = who(thread, proc)
-        samples = int(thread.get("samples") or 0)
-        claims = [
-            *doing(live, at, name, OWN),
-            Claim(
-                predicate=Exists(
-                    a=ref(live, *at, "own_frame", label=f"{name}'s frame in the trainer's code")
-                )
-            ),
-            Claim(
-                predicate=AtLeast(
-                    a=ref(live, *at, "own_frame_samples", label="samples that showed it"),
-                    value=max(1, math.ceil(SHARE * samples)),
-                )
-            ),
-            # Where the thread is, not a caller of it: a launcher's loop (torchrun's
-            # agent) sleeps in the library it calls, not in its own frame.
-            Claim(
-                predicate=AtLeast(
-                    a=ref(
-                        live,
-                        *at,
-                        "own_innermost_samples",
-                        label="samples whose innermost frame is the trainer's own code",
-                    ),
-                    value=max(1, math.ceil(SHARE * samples)),
-                )
-            ),
-            *innermost_line(live, at, name, thread),
-        ]
         busy = thread.get("activity") == "own_code"
-        if busy:
-            # py-spy's "active" (running or runnable), not its CPU share: a loop on a host
-            # whose cores are shared is as busy, it only gets less of them.
-            label = f"samples py-spy saw {name} active in"
-            claims.append(
-                Claim(
-                    predicate=AtLeast(
-                        a=ref(live, *at, "active_samples", label=label),
-                        value=max(1, math.ceil(SHARE * samples)),
-                    )
-                )
-            )
-        else:
-            # A trainer asleep, not a launcher that polls the trainer it started.
-            label = f"torch's libraries mapped into pid {proc.get('pid')}"
-            claims.append(
-                Claim(
-                    predicate=Equal(
-                        a=ref(live, "processes", i, "torch_loaded", label=label), value=True
-                    )
-                )
-            )
-            label = f"cores pid {proc.get('pid')} used while it slept there"
-            claims.append(
-                Claim(
-                    predicate=AtMost(
-                        a=ref(live, "processes", i, "cpu_share", label=label), value=IDLE_CPU
-                    )
-                )
-            )
+        claims = (
+            *_in_own_code(live, at, thread, who(thread, proc)),
+            *(_busy(live, at, thread, who(thread, proc)) if busy else _asleep(live, i, proc)),
+        )
         return Hypothesis(
             kind="own_code_time",
-            claims=tuple(claims),
+            claims=claims,
             predictions=(
                 Prediction(
                     expect="the frame's line is where the time goes: removing the sleep or "
@@ -128,3 +72,71 @@ class OwnCodeTime:
             # that got slower. A trainer asleep most of the time is one on its own.
             fault_alone=not busy,
         )
+
+
+def _least_share(thread: dict[str, Any]) -> int:
+    """``SHARE`` of the thread's samples, at least one."""
+    return max(1, math.ceil(SHARE * int(thread.get("samples") or 0)))
+
+
+def _in_own_code(
+    live: Fact, at: tuple[str | int, ...], thread: dict[str, Any], name: str
+) -> list[Claim]:
+    """The thread spends most of its samples in a frame of the trainer's own code, as
+    the innermost frame."""
+    return [
+        *doing(live, at, name, OWN),
+        Claim(
+            predicate=Exists(
+                a=ref(live, *at, "own_frame", label=f"{name}'s frame in the trainer's code")
+            )
+        ),
+        Claim(
+            predicate=AtLeast(
+                a=ref(live, *at, "own_frame_samples", label="samples that showed it"),
+                value=_least_share(thread),
+            )
+        ),
+        # Where the thread is, not a caller of it: a launcher's loop (torchrun's
+        # agent) sleeps in the library it calls, not in its own frame.
+        Claim(
+            predicate=AtLeast(
+                a=ref(
+                    live,
+                    *at,
+                    "own_innermost_samples",
+                    label="samples whose innermost frame is the trainer's own code",
+                ),
+                value=_least_share(thread),
+            )
+        ),
+        *innermost_line(live, at, name, thread),
+    ]
+
+
+def _busy(live: Fact, at: tuple[str | int, ...], thread: dict[str, Any], name: str) -> list[Claim]:
+    """A loop busy there: py-spy's "active" (running or runnable), not its CPU share: a
+    loop on a host whose cores are shared is as busy, it only gets less of them."""
+    label = f"samples py-spy saw {name} active in"
+    return [
+        Claim(
+            predicate=AtLeast(
+                a=ref(live, *at, "active_samples", label=label), value=_least_share(thread)
+            )
+        )
+    ]
+
+
+def _asleep(live: Fact, i: int, proc: dict[str, Any]) -> list[Claim]:
+    """A trainer asleep there, not a launcher that polls the trainer it started: torch is
+    loaded into the process and it used next to no CPU."""
+    loaded = f"torch's libraries mapped into pid {proc.get('pid')}"
+    idle = f"cores pid {proc.get('pid')} used while it slept there"
+    return [
+        Claim(
+            predicate=Equal(a=ref(live, "processes", i, "torch_loaded", label=loaded), value=True)
+        ),
+        Claim(
+            predicate=AtMost(a=ref(live, "processes", i, "cpu_share", label=idle), value=IDLE_CPU)
+        ),
+    ]

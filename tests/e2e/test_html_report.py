@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from agent.analysis.symptoms import check_all, find
+from agent.analysis.detect import find
+from agent.analysis.symptoms import check_all
 from agent.graph.state import DiagnosisState
 from agent.model.facts import Fact, Ledger, latest
 from agent.report.build import build_report

@@ -14,31 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.lib import torch_error_texts as texts
-from tests.lib.logs import incident_log
+from tests.lib.logs import incident_workspace
 
 CLI = Path(sys.executable).with_name("dflash-doctor")
-
-
-def workspace(root: Path) -> Path:
-    """Three drafter devices under ``perf/tokens_per_second`` (12,800 tok/s together to
-    step 690, 4,300 after the resume), the FX error ending two drafter threads in the
-    console log, a checkpoint at 690 recording 128 prompts, and 144 prompts now."""
-    ws = root / "run"
-    (ws / "logs").mkdir(parents=True)
-    incident_log(ws / "logs" / "metrics.jsonl")
-    lines = [f"step {i} loss 2.0" for i in range(1, 21)]
-    lines.append("resuming from checkpoints/epoch_0_step_690")
-    for thread in ("drafter-1", "drafter-2"):
-        lines += texts.thread_crash(thread, texts.FX_NESTED_TRACE)
-    (ws / "train.log").write_text("\n".join(lines) + "\n")
-    (ws / "data").mkdir()
-    prompts = [{"prompt": "x" * (64 if i < 128 else 80)} for i in range(144)]
-    (ws / "data" / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts))
-    ckpt = ws / "checkpoints" / "epoch_0_step_690"
-    ckpt.mkdir(parents=True)
-    (ckpt / "meta.json").write_text(json.dumps({"torch": "2.11.0+cu130", "dataset_size": 128}))
-    return ws
 
 
 def diagnose(ws: Path, python: Path, state: Path) -> dict[str, Any]:
@@ -81,7 +59,7 @@ def aligned(report: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path: Path) -> None:
-    ws = workspace(tmp_path)
+    ws = incident_workspace(tmp_path)
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)  # a real Python with no torch in it
     report = diagnose(ws, bare / "bin" / "python", tmp_path / "state")
@@ -111,7 +89,7 @@ def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path
 def test_with_a_python_that_has_torch_the_race_is_verified_first_and_explains_the_drop(
     tmp_path: Path,
 ) -> None:
-    report = diagnose(workspace(tmp_path), Path(sys.executable), tmp_path / "state")
+    report = diagnose(incident_workspace(tmp_path), Path(sys.executable), tmp_path / "state")
     assert report["verdict"] == "fault found", report["verdict"]
     race = report["hypotheses"][0]
     assert (race["kind"], race["status"]) == ("fx_trace_race", "verified"), race

@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.analysis.symptoms import (
-    change_points,
-    check_all,
-    explain,
-    find,
-    observed_healthy,
-    unexplained,
-)
+from agent.analysis.change_points import change_points
+from agent.analysis.detect import find
+from agent.analysis.symptoms import check_all, explain, observed_healthy, unexplained
 from agent.model.facts import Fact, Ledger
 from tests.lib.logs import fact_of, incident_log
 

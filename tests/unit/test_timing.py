@@ -11,8 +11,9 @@ from typing import Any
 
 from agent.analysis import timing
 from agent.analysis.baseline import DiffEntry, diff
+from agent.analysis.detect import find
 from agent.analysis.diff_keys import comparables
-from agent.analysis.symptoms import Symptom, check_all, explain, find, unexplained
+from agent.analysis.symptoms import Symptom, check_all, explain, unexplained
 from agent.model.facts import Fact, Ledger
 from agent.model.hypotheses import Hypothesis, rank, verify
 from agent.rules.base import Evidence
