@@ -14,13 +14,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The SSH tests need a real sshd, the HTML report test a real headless browser, the live
-# health test a real strace: install Debian's packages when they are missing and we may
-# (root with apt-get).
-DEBS_NEEDED := $(if $(wildcard /usr/sbin/sshd),,openssh-server) $(if $(shell command -v chromium),,chromium) $(if $(shell command -v strace),,strace)
+# health test a real strace, the guided-terminal test a real tmux: install Debian's
+# packages when they are missing and we may (root with apt-get).
+DEBS_NEEDED := $(if $(wildcard /usr/sbin/sshd),,openssh-server) $(if $(shell command -v chromium),,chromium) $(if $(shell command -v strace),,strace) $(if $(shell command -v tmux),,tmux)
 system-deps:
 	@if [ -n "$(strip $(DEBS_NEEDED))" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing $(strip $(DEBS_NEEDED)) (needed by the SSH, browser and strace tests)"; \
+	    echo "installing $(strip $(DEBS_NEEDED)) (needed by the SSH, browser, strace and terminal tests)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS_NEEDED) >/dev/null; \
 	  else echo "missing $(DEBS_NEEDED) and not root: those tests skip (or fail with REQUIRE_ALL=1)"; fi; \
 	fi

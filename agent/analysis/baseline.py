@@ -34,7 +34,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 
 
 class DiffEntry(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: str
     label: str
@@ -67,6 +67,7 @@ class Comparable:
 
 
 class Snapshot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     name: str
     target: str
     created_at: datetime

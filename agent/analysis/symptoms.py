@@ -56,7 +56,7 @@ EXPLAINS_DROP = frozenset(
 class Symptom(BaseModel):
     """One checked observation about the run over time."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: SymptomKind
     series: str  # what was measured: "drafter tokens/s (sum of 3 series)", "rank=0 tokens/s"

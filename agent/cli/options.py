@@ -66,6 +66,11 @@ Baseline = Annotated[
 ]
 
 
+# A transcript read back (replay, report): refuse one this installation did not sign.
+RequireSignature = Annotated[
+    bool,
+    typer.Option("--require-signature", help="Exit 2 unless this installation's key signed it."),
+]
 # --format for a document that is Markdown or JSON, or also HTML (a recorded report).
 MdOrJson = Annotated[str, typer.Option("--format", help="md | json", callback=one_of("md", "json"))]
 # A Markdown report's length: the first screen (the default) or every section and fact.

@@ -8,18 +8,13 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.options import Json
+from agent.cli.options import Json, RequireSignature
 
 
 def replay(
     path: Annotated[Path, typer.Argument(help="A transcript (.jsonl).")],
     as_json: Json = False,
-    require_signature: Annotated[
-        bool,
-        typer.Option(
-            "--require-signature", help="Exit 2 unless this installation's key signed it."
-        ),
-    ] = False,
+    require_signature: RequireSignature = False,
 ) -> None:
     from agent.sessions.replay import replay as replay_transcript
 

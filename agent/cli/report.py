@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agent.cli.options import Full, MdHtmlOrJson
+from agent.cli.options import Full, MdHtmlOrJson, RequireSignature
 from tools.localfile import may_write, write_file
 from tools.text import model_json
 
@@ -18,12 +18,7 @@ def report(
     full: Full = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here, not stdout.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
-    require_signature: Annotated[
-        bool,
-        typer.Option(
-            "--require-signature", help="Exit 2 unless this installation's key signed it."
-        ),
-    ] = False,
+    require_signature: RequireSignature = False,
 ) -> None:
     from agent.report.build import build_report
     from agent.report.html import render_html

@@ -38,7 +38,7 @@ COMPILE_FAMILIES = frozenset(
 class NotApplicable(BaseModel):
     """The families set aside, and the checked claims that the run does not compile."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kinds: tuple[str, ...]
     claims: tuple[Claim, ...]

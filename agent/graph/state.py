@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.analysis.baseline import DiffEntry
 from agent.analysis.symptoms import Symptom
@@ -47,6 +47,8 @@ def _merge(left: dict[str, list[str]], right: dict[str, list[str]]) -> dict[str,
 class Choice(BaseModel):
     """The engineer's answer at the guided menu."""
 
+    model_config = ConfigDict(extra="forbid")
+
     action: Literal["test", "probe", "fix", "stop"]
     kind: Kind | None = None
     """``test``: the family to test (None: all of them again)."""
@@ -59,12 +61,16 @@ class Choice(BaseModel):
 class Refusal(BaseModel):
     """Part of a proposer's answer that could not be read as a hypothesis, and why."""
 
+    model_config = ConfigDict(extra="forbid")
+
     source: str
     reason: str
 
 
 class Answer(BaseModel):
     """A proposer's raw answer, kept so that the transcript (and a replay) has it."""
+
+    model_config = ConfigDict(extra="forbid")
 
     source: str
     text: str | None
@@ -78,6 +84,7 @@ Verdict = Literal["fault_found", "no_fault_found", "insufficient_evidence", "une
 
 
 class DiagnosisState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     target: str
     """The target URI (or profile name) the session runs against."""
     mode: Mode = "guided"

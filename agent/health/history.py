@@ -57,7 +57,7 @@ class HistoryKey(NamedTuple):
 
 
 class HistoryEntry(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     run: str
     at: datetime

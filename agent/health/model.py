@@ -65,7 +65,7 @@ RULE: Final = (
 class Cited(BaseModel):
     """One sentence and the facts it was rendered from."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     text: str
     cites: list[str] = Field(default_factory=list)
@@ -80,6 +80,8 @@ class Check(BaseModel):
     tried because the target could not be reached.
     """
 
+    model_config = ConfigDict(extra="forbid")
+
     name: str
     title: str
     status: CheckStatus
@@ -92,7 +94,7 @@ class Check(BaseModel):
 class Metric(BaseModel):
     """A number read from facts (``cites``), e.g. the drafter's recent tokens/s."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     value: float
     cites: list[str]
@@ -104,7 +106,7 @@ class Judged(BaseModel):
     baseline's (``baseline``), each read from the fact it cites. The throughput check
     fails exactly when ``value < baseline × ratio``; every output prints these figures."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     label: str
     """What was judged: "drafter tokens/s (median of the last N records)"."""
@@ -136,7 +138,7 @@ def exact(value: float) -> str:
 class CitedFact(BaseModel):
     """A fact that a result cites, with the command that produced it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     probe: str
@@ -145,7 +147,7 @@ class CitedFact(BaseModel):
 
 
 class TrendPoint(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     run: str
     at: datetime
@@ -156,6 +158,7 @@ class TrendPoint(BaseModel):
 
 
 class TargetResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     target: str
     """The label: the profile name, or the URI when the target was given as one."""
     uri: str
@@ -198,6 +201,7 @@ class TargetResult(BaseModel):
 
 
 class HealthRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     format: Literal["dflash-doctor-health/1"] = FORMAT
     run: str
     started_at: datetime

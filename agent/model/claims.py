@@ -34,7 +34,7 @@ class Ref(BaseModel):
     beside the value and asserts nothing.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     fact: str
     path: tuple[PathPart, ...] = ()
@@ -197,7 +197,7 @@ Outcome = Literal["holds", "fails", "unverifiable", "rejected"]
 
 
 class Claim(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     predicate: Predicate
 
@@ -211,7 +211,7 @@ class Claim(BaseModel):
 
 
 class ClaimVerdict(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     outcome: Outcome
     sentence: str

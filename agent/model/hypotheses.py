@@ -63,7 +63,7 @@ TITLES: dict[str, str] = {
 class Prediction(BaseModel):
     """Something the hypothesis implies that no fact has checked yet, and how to check it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     expect: str
     probe: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 VERDICT_TEXT = {
     "fault_found": "fault found",
@@ -17,6 +17,7 @@ VERDICT_TEXT = {
 
 
 class Line(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     text: str
     cites: list[str]
     outcome: Literal["holds", "fails", "unverifiable", "rejected", "info"] = "info"
@@ -39,6 +40,7 @@ SectionKind = Literal[
 
 
 class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     title: str
     status: str = ""
     lines: list[Line]
@@ -47,12 +49,14 @@ class Section(BaseModel):
 
 
 class ClaimDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     text: str
     cites: list[str]
     status: str
 
 
 class HypothesisDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     kind: str
     status: str
     source: str
@@ -61,6 +65,8 @@ class HypothesisDoc(BaseModel):
 
 class FactDoc(BaseModel):
     """A fact as the report lists it: the command that produced it and what it held."""
+
+    model_config = ConfigDict(extra="forbid")
 
     id: str
     baseline: bool
@@ -75,6 +81,8 @@ class Report(BaseModel):
     """The report; as JSON it is the document scripts read (``diagnose --json``):
     ``session``, ``verdict``, ``hypotheses`` (kind, status, claims with text, cites and
     status), ``facts`` (each with the command that produced it), and the sections."""
+
+    model_config = ConfigDict(extra="forbid")
 
     target: str
     session: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.sweep import SweepSpec
 from tools.transport.ssh_options import SSHOptions
@@ -14,6 +14,8 @@ from tools.transport.ssh_options import SSHOptions
 
 class SessionConfig(BaseModel):
     """What a session runs against; saved so that ``resume`` rebuilds the same session."""
+
+    model_config = ConfigDict(extra="forbid")
 
     command: str
     target: str

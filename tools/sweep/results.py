@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 
 class ProbeError(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: str
     message: str
@@ -19,7 +19,7 @@ class ProbeError(BaseModel):
 class ProbeResult(BaseModel):
     """One probe's outcome on one target: what the ledger turns into a Fact."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     probe: str
     target: str
@@ -41,7 +41,7 @@ class ProbeResult(BaseModel):
 
 
 class SweepResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     target: str
     argv: tuple[str, ...]
