@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from agent.analysis.symptoms import Symptom
-from agent.model.claims import MISSING, Claim, NotBefore, Ref, check, resolve
+from agent.model.claims import MISSING, AtMost, Claim, NotBefore, Ref, check, resolve
 from agent.model.facts import Fact, Ledger, latest, observed
 from agent.model.hypotheses import Hypothesis
 from tools.parsers import signatures as ids
@@ -161,8 +161,9 @@ def context_lines(
     ledger: Ledger, fact_ids: Sequence[str], drop: Symptom
 ) -> list[tuple[str, list[str]]]:
     """The console lines around the change (a resume, a dataset size, each family's first
-    event), in log order, each with where it stands against the step the drop began at.
-    Each line names the facts it rests on; nothing is said of a line the log did not date."""
+    event), in log order, each with where it stands against the step the drop began at:
+    a checked ``NotBefore`` claim's sentence, unverifiable for a line the log did not
+    date. Each line names the facts it rests on."""
     log = observed(latest(ledger, fact_ids, "stdoutlog"))
     if log is None or drop.began is None or drop.began_step is None:
         return []
@@ -176,24 +177,23 @@ def context_lines(
     out = []
     for line, sig, hit in sorted(hits)[:MAX_CONTEXT_LINES]:
         at = f"line {line:,}" if line < 1 << 62 else "a line of unknown number"
-        where = f"console {at} [{log.id}]"
-        step = hit.get("first_after_step")
-        printed = step.get("step") if isinstance(step, dict) else None
-        text = repr(str(hit.get("first", ""))[:160])
-        cites = [log.id]
-        if isinstance(printed, int | float):
-            side = "not before" if printed >= drop.began_step else "before"
-            dated_as = (
-                f"after step {printed:,.0f} was printed; {side} the change, which began at "
-                f"step {drop.began_step:,.0f} [{drop.began.fact}]"
-            )
-            cites.append(drop.began.fact)
-        else:
-            dated_as = "no step printed before it: not dated"
         n = hit["count"]
-        out.append(
-            (f"{where} ({sig}, {n:,} line{'s' if n != 1 else ''}): {text}, {dated_as}", cites)
+        text = repr(str(hit.get("first", ""))[:160])
+        # Where the line stands against the change is the NotBefore claim's checked
+        # sentence (an undated line: its unverifiable one), never a comparison made here.
+        dating = Claim(
+            predicate=NotBefore(
+                a=Ref(
+                    fact=log.id,
+                    path=console_path(sig, "first_after_step", "step"),
+                    label="step printed before it",
+                ),
+                b=drop.began,
+            )
         )
+        verdict = check(dating, ledger)
+        shown = f"console {at} [{log.id}] ({sig}, {n:,} line{'s' if n != 1 else ''}): {text}"
+        out.append((f"{shown}; {verdict.sentence}", dating.cites))
     return out
 
 
@@ -226,7 +226,18 @@ def crash_lines(ledger: Ledger, fact_ids: Sequence[str]) -> list[tuple[str, list
         if threads:
             parts.append(f"ended thread{'s' if len(threads) != 1 else ''} {', '.join(threads)}")
         if ends_log:
-            parts.append(f"the log ends {cause['lines_after']:,} line(s) after its last")
+            # Said only where the claim holds: its checked sentence is what is said.
+            ends = Claim(
+                predicate=AtMost(
+                    a=Ref(
+                        fact=log.id,
+                        path=("exception_causes", key, "lines_after"),
+                        label="console lines after it",
+                    ),
+                    value=ENDS_LOG,
+                )
+            )
+            parts.append(f"the log ends right after it: {check(ends, ledger).sentence}")
         dated = resolve(log, console_path(key, "first_after_step", "step"))
         if isinstance(dated, int | float):
             parts.append(f"after step {dated:,.0f} was printed")

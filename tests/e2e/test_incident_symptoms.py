@@ -51,7 +51,12 @@ def aligned(report: dict[str, Any]) -> None:
     assert any(
         "(resume, 1 line): 'resuming from checkpoints/epoch_0_step_690'" in t for t in around
     )
-    assert any("(fx_nested_trace, 2 lines)" in t and "not before the change" in t for t in around)
+    assert any(
+        "(fx_nested_trace, 2 lines)" in t
+        and "step printed before it = 690 [" in t
+        and "], not before first step of" in t
+        for t in around
+    )
     assert race["claims"], race
     derived = report["sections"][1]["lines"][0]["text"]
     assert derived.startswith("derived baseline: checkpoint epoch_0_step_690, written at step 690")

@@ -194,7 +194,9 @@ def test_console_lines_around_the_change_are_dated(tmp_path: Path) -> None:
     ]
     for text, cites in said:
         assert f"[{out.id}]" in text and cites == [out.id, log.id]
-        assert "after step 690 was printed; not before the change" in text
+        # The dating is the NotBefore claim's checked sentence: the step the console
+        # printed before the line against the step the drop began at.
+        assert f"; step printed before it = 690 [{out.id}], not before first step of" in text
 
 
 def test_crash_points_are_the_exceptions_that_ended_a_thread_or_the_log(tmp_path: Path) -> None:
@@ -213,4 +215,4 @@ def test_crash_points_are_the_exceptions_that_ended_a_thread_or_the_log(tmp_path
     text, cites = said
     assert text.startswith("crash point: fx_nested_trace at console line ") and cites == [out.id]
     assert "ended thread drafter-1" in text and "after step 790 was printed" in text
-    assert "the log ends 0 line(s) after its last" in text
+    assert f"the log ends right after it: console lines after it = 0 [{out.id}] ≤ 50" in text
