@@ -48,6 +48,8 @@ def victim(tmp_path: Path) -> Path:
 
 
 def test_a_symlink_at_the_old_temporary_name_is_not_followed(ws: Path, victim: Path) -> None:
+    """A symlink planted at the launch file's old temporary name is not written through: the
+    victim it points at keeps its bytes and the launch file still gets the new ones."""
     (ws / "launch.sh.dflash-doctor.tmp").symlink_to(victim)
     remote(ws).write(str(ws / "launch.sh"), b"#!/bin/sh\nexec python t.py --x\n")
     assert victim.read_text() == "precious\n"
@@ -57,6 +59,8 @@ def test_a_symlink_at_the_old_temporary_name_is_not_followed(ws: Path, victim: P
 
 
 def test_a_symlinked_state_directory_is_refused(ws: Path, victim: Path) -> None:
+    """``WS/.dflash-doctor`` as a symlink is refused in one line naming it, and nothing is
+    written where it points."""
     (ws / ".dflash-doctor").symlink_to(victim.parent)
     with pytest.raises(ApplyError) as caught:
         remote(ws).write(str(ws / ".dflash-doctor" / "victim"), b"owned\n")
@@ -68,6 +72,8 @@ def test_a_symlinked_state_directory_is_refused(ws: Path, victim: Path) -> None:
 
 
 def test_a_symlink_inside_the_state_directory_is_refused(ws: Path, victim: Path) -> None:
+    """A symlink inside ``.dflash-doctor`` (the backups folder, the pid file) is refused for
+    a write and for a start's log alike; the files it points at are untouched."""
     state = ws / ".dflash-doctor"
     state.mkdir()
     (state / "backups").symlink_to(victim.parent)
@@ -86,6 +92,8 @@ def test_a_symlink_inside_the_state_directory_is_refused(ws: Path, victim: Path)
 def test_a_symlinked_lock_is_refused_and_nothing_is_made_where_it_points(
     ws: Path, victim: Path
 ) -> None:
+    """An apply lock planted as a symlink is refused, and no lock is made in the directory
+    it points at."""
     state = ws / ".dflash-doctor"
     state.mkdir()
     (state / "apply.lock").symlink_to(victim.parent)
@@ -95,6 +103,8 @@ def test_a_symlinked_lock_is_refused_and_nothing_is_made_where_it_points(
 
 
 def test_a_path_outside_the_workspace_is_refused(ws: Path, victim: Path) -> None:
+    """Writes to a path outside the workspace — absolute, climbing out with ``..``, or a
+    system file — are refused and the file there keeps its bytes."""
     r = remote(ws)
     for path in (str(victim), f"{ws}/../outside/victim", "/etc/passwd"):
         with pytest.raises(ApplyError, match="is outside the workspace"):
@@ -103,11 +113,16 @@ def test_a_path_outside_the_workspace_is_refused(ws: Path, victim: Path) -> None
 
 
 def test_a_remote_without_a_workspace_writes_nothing(ws: Path) -> None:
+    """A remote with no workspace to confine it refuses to write at all rather than writing
+    anywhere."""
     with pytest.raises(ApplyError, match="no workspace to confine it to"):
         Remote(LocalTransport(), interpreter=sys.executable).write(str(ws / "launch.sh"), b"")
 
 
 def test_a_symlinked_launch_file_is_written_through_and_stays_a_link(ws: Path) -> None:
+    """A launch file that is a link into the workspace is written through when asked: the
+    link stays a link, its target keeps its mode, and a rollback restores the old bytes the
+    same way."""
     real = ws / "scripts" / "launch-v2.sh"
     real.parent.mkdir()
     (ws / "launch.sh").unlink()
@@ -126,6 +141,8 @@ def test_a_symlinked_launch_file_is_written_through_and_stays_a_link(ws: Path) -
 
 
 def test_a_launch_link_pointing_outside_the_workspace_is_refused(ws: Path, victim: Path) -> None:
+    """A launch file linking out of the workspace is not written through, even with
+    ``follow_link``: the file it points at keeps its bytes."""
     (ws / "launch.sh").unlink()
     (ws / "launch.sh").symlink_to(victim)
     with pytest.raises(ApplyError, match="is outside the workspace"):
@@ -134,6 +151,8 @@ def test_a_launch_link_pointing_outside_the_workspace_is_refused(ws: Path, victi
 
 
 def test_a_workspace_named_through_a_link_is_still_the_workspace(tmp_path: Path) -> None:
+    """A workspace reached through a symlinked path is confined to its real directory, so
+    writes inside it are not mistaken for escapes."""
     real = tmp_path / "data" / "ws"
     real.mkdir(parents=True)
     (tmp_path / "ws-link").symlink_to(real)
@@ -143,6 +162,8 @@ def test_a_workspace_named_through_a_link_is_still_the_workspace(tmp_path: Path)
 
 
 def test_a_fifo_is_refused_at_once_not_read(ws: Path) -> None:
+    """A FIFO in place of a file is refused for read, write and pid lookup at once, without
+    blocking on it."""
     os.mkfifo(ws / "pipe")
     r = remote(ws)
     started = time.monotonic()
@@ -154,7 +175,9 @@ def test_a_fifo_is_refused_at_once_not_read(ws: Path) -> None:
     assert time.monotonic() - started < 20
 
 
-def test_a_lock_is_refused_through_a_link_and_held_once(ws: Path) -> None:
+def test_the_apply_lock_has_one_holder_at_a_time(ws: Path) -> None:
+    """The apply lock is held by one owner at a time: a second taker is told who holds it
+    and for how long, and unlocking removes it."""
     r = remote(ws)
     lock = str(ws / ".dflash-doctor" / "apply.lock")
     assert r.lock(lock, "first") == (True, "")
@@ -167,6 +190,8 @@ def test_a_lock_is_refused_through_a_link_and_held_once(ws: Path) -> None:
 
 @pytest.mark.ssh
 def test_over_ssh_the_same_refusals_hold(sshd_server: SSHServer, ws: Path, victim: Path) -> None:
+    """Through the real sshd the same confinement holds: a symlinked state directory and a
+    path outside the workspace are refused, a write inside it goes through."""
     (ws / ".dflash-doctor").symlink_to(victim.parent)
     transport = SSHTransport(
         "127.0.0.1", user=sshd_server.user, port=sshd_server.port, options=options(sshd_server)

@@ -148,6 +148,9 @@ CASES = [
 def test_a_killed_apply_is_recovered_byte_identical(
     ws: Path, kill_at: str, left: tuple[str, ...], same_trainer: bool
 ) -> None:
+    """An apply killed at each step is recovered by the next plan and apply: the plan writes
+    nothing, the stale lock is broken rather than waited on, the workspace comes back byte
+    for byte, and exactly one trainer runs without the hook's environment."""
     before = tree(ws)
     launch = sha(ws / "launch.sh")
     original = _trainer_pid(ws)
@@ -216,6 +219,8 @@ def test_a_killed_apply_is_recovered_byte_identical(
 
 
 def test_a_lock_is_stale_only_when_its_owner_is_known_dead_or_silent() -> None:
+    """A lock is broken only when its owner is known dead, its pid reused, or it outlived
+    its lease; a live owner's lock, or one of unknown age, is never stale."""
     me = this_process()
     assert stale(me.record(), age_s=10_000) is None  # alive on this host: never broken
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

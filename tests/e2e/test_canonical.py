@@ -164,12 +164,16 @@ def test_the_profile_maps_a_key_by_name(tmp_path: Path) -> None:
 
 
 def test_a_pickle_that_cannot_be_read_without_torch_is_said(tmp_path: Path) -> None:
+    """A pickled ``training_args.bin`` yields no quantities and a note that it was not read
+    without torch, rather than silence."""
     out, notes = canonical(write(tmp_path, "training_args.bin", "PK"))
     assert out["canonical"] == {}
     assert notes == ["training_args.bin: a pickle (TrainingArguments); not read without torch"]
 
 
 def test_a_version_key_holding_no_version_is_said(tmp_path: Path) -> None:
+    """A version key whose value is not a version (``"unknown"``) is a note naming file and
+    key, not a canonical value."""
     out, notes = canonical(write(tmp_path, "meta.json", {"torch_version": "unknown"}))
     assert out["canonical"] == {}
     assert notes == ["meta.json:torch_version = 'unknown' is not a torch value"]
@@ -182,6 +186,8 @@ def test_a_version_key_holding_no_version_is_said(tmp_path: Path) -> None:
 def test_unreadable_or_odd_records_are_notes_not_errors(
     tmp_path: Path, content: str, note: str | None
 ) -> None:
+    """A record that does not parse is one note naming the file; valid JSON of an unexpected
+    shape yields nothing and no note. Neither raises."""
     out, notes = canonical(write(tmp_path, "meta.json", content))
     assert out["canonical"] == {}
     if note:
@@ -209,6 +215,8 @@ def test_unreadable_or_odd_records_are_notes_not_errors(
     ],
 )
 def test_environment_file_names(name: str, expected: bool) -> None:
+    """The common names of saved environments (pip freeze, requirements, conda env,
+    collect_env, wandb metadata) are recognised; logs, configs and notes are not."""
     assert is_env_file(name) is expected
 
 
@@ -320,6 +328,8 @@ def test_probe_reads_every_record_of_a_checkpoint_and_the_saved_environment(
 
 
 def test_unknown_quantity_in_metadata_keys_is_bad_params(tmp_path: Path) -> None:
+    """A misspelt quantity in ``metadata_keys`` fails the probe as bad parameters naming it,
+    instead of being silently ignored."""
     from tools.probes._common import ProbeFailure
 
     with pytest.raises(ProbeFailure, match="unknown quantity torchh") as info:
@@ -328,6 +338,8 @@ def test_unknown_quantity_in_metadata_keys_is_bad_params(tmp_path: Path) -> None
 
 
 def test_every_quantity_is_documented_in_the_profile_template() -> None:
+    """Every canonical quantity appears in the profile template, so a user can find the name
+    to map a key to."""
     from tools.profile import TEMPLATE
 
     text = TEMPLATE

@@ -97,6 +97,8 @@ def test_table_of_predicates(ledger: Ledger) -> None:
 
 
 def test_citation_to_a_missing_fact_is_rejected(ledger: Ledger) -> None:
+    """A claim citing a fact id the ledger does not hold is rejected, and the sentence names
+    the missing id."""
     verdict = check(Claim(predicate=Exists(a=Ref(fact="F-dead"))), ledger)
     assert verdict.outcome == "rejected"
     assert "F-dead, which is not in the ledger" in verdict.sentence
@@ -111,6 +113,8 @@ def test_missing_value_is_unverifiable_not_false(ledger: Ledger) -> None:
 
 
 def test_failed_observation_is_unverifiable(ledger: Ledger) -> None:
+    """A claim on a fact whose probe failed is unverifiable, not true or false, and the
+    sentence carries the probe's error."""
     fid = add(ledger, None, probe="stdout_log", error="permission denied: train_stdout.log")
     verdict = check(Claim(predicate=Absent(a=Ref(fact=fid))), ledger)
     assert verdict.outcome == "unverifiable"
@@ -118,6 +122,8 @@ def test_failed_observation_is_unverifiable(ledger: Ledger) -> None:
 
 
 def test_wrong_type_is_unverifiable(ledger: Ledger) -> None:
+    """A numeric comparison on a value that is not a number is unverifiable rather than
+    failing."""
     fid = add(ledger, {"tok_s": "fast"})
     verdict = check(Claim(predicate=AtLeast(a=Ref(fact=fid, path=("tok_s",)), value=1)), ledger)
     assert verdict.outcome == "unverifiable"
@@ -177,6 +183,8 @@ def test_every_predicate_is_in_the_union() -> None:
 def test_not_before_dates_an_event_against_a_step(
     event: int, regime: int, outcome: str, word: str
 ) -> None:
+    """NotBefore compares two steps: an event at or after the regime's start holds, one
+    before it fails, and the sentence says which with both facts cited."""
     ledger = Ledger()
     log = ledger.append(Fact(probe="stdoutlog", target="local", value={"step": event}))
     train = ledger.append(Fact(probe="trainlog", target="local", value={"step": regime}))
@@ -236,6 +244,8 @@ def test_a_400_digit_number_compares_equal_exactly(ledger: Ledger) -> None:
 
 
 def test_window_ratio_skips_windows_without_a_usable_number(ledger: Ledger) -> None:
+    """WindowRatio leaves out a window whose value is unusable (overflowing) and says how
+    many windows it compared, instead of letting it spoil the ratio."""
     windows = [{"tok": 100.0}, {"tok": HUGE}, {"tok": 100.0}, {"tok": 50.0}]
     fid = add(ledger, {"windows": windows})
     pred = WindowRatio(

@@ -14,6 +14,7 @@ from tools.transcript import read_transcript
 
 
 def test_version() -> None:
+    """``--version`` exits 0 and prints the program's name and version."""
     result = cli("--version")
     assert result.returncode == 0
     assert result.stdout.decode().startswith("dflash-doctor ")
@@ -39,6 +40,8 @@ def test_exec_passes_output_and_exit_code_through() -> None:
     ],
 )
 def test_malformed_target_is_one_line_exit_2(uri: str, part: str) -> None:
+    """A malformed target URI is one line on stderr, exit 2, naming what is wrong with
+    it."""
     result = cli("exec", "--target", uri, "--", "true")
     assert result.returncode == 2
     lines = result.stderr.decode().splitlines()
@@ -84,6 +87,8 @@ def test_exec_through_ssh_and_pct_logs_and_records(sshd_server: SSHServer, tmp_p
 
 @pytest.mark.ssh
 def test_unreachable_host_is_one_line_exit_255(sshd_server: SSHServer) -> None:
+    """A host that refuses the connection gives exit 255 and one error line, the last,
+    naming the URI; the retry is logged as an event, not as another error."""
     sshd_server.stop()
     result = cli(
         "-q",
@@ -110,6 +115,8 @@ def test_unreachable_host_is_one_line_exit_255(sshd_server: SSHServer) -> None:
 
 @pytest.mark.ssh
 def test_unknown_host_key_refused_then_accepted_on_request(sshd_server: SSHServer) -> None:
+    """An unknown host key is refused until ``--accept-new-host-key`` is given; once
+    accepted, it is remembered for the next run."""
     sshd_server.known_hosts.write_text("")
     common = [
         "--target",

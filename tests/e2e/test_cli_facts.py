@@ -39,6 +39,7 @@ def test_facts_json_has_one_fact_per_probe_looked_at(tmp_path: Path) -> None:
 
 
 def test_facts_unknown_probe_is_exit_2() -> None:
+    """An unknown probe name in ``--only`` is one line, exit 2, listing the known probes."""
     result = cli("facts", "--target", "local", "--only", "host,gpu")
     assert result.returncode == 2
     lines = result.stderr.decode().splitlines()
@@ -47,6 +48,8 @@ def test_facts_unknown_probe_is_exit_2() -> None:
 
 
 def test_facts_table_names_the_ledger(tmp_path: Path) -> None:
+    """The facts table names the target, the probes run, and where the ledger was
+    written."""
     result = cli(
         "-q", "facts", "--target", "local", "--only", "host", "--interpreter", sys.executable
     )
@@ -74,6 +77,8 @@ def test_init_writes_a_profile_that_facts_can_use(tmp_path: Path) -> None:
 
 
 def test_bad_profile_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A profile with a malformed target URI is one line, exit 2, naming the profile file
+    and the problem."""
     path = tmp_path / "doctor.toml"
     path.write_text('[targets.x]\nuri = "ssh://root@:22"\n')
     result = cli("facts", "--config", str(path), "--target", "x")

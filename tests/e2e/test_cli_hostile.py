@@ -57,6 +57,8 @@ one_line = refused
     ],
 )
 def test_a_bad_target_uri_is_one_line(uri: str, why: str, tmp_path: Path) -> None:
+    """Each kind of bad target URI (port, label lengths, IPv6, scheme) is refused in one
+    line saying what is wrong."""
     one_line(run("exec", "--target", uri, "--", "true", tmp=tmp_path), "bad target URI", why)
 
 
@@ -65,10 +67,13 @@ def test_a_bad_target_uri_is_one_line(uri: str, why: str, tmp_path: Path) -> Non
 def test_a_time_limit_that_disables_the_limit_is_refused(
     option: str, value: str, tmp_path: Path
 ) -> None:
+    """A time limit that would disable itself or never end (inf, nan, zero, negative, over a
+    week) is refused rather than letting a command hang."""
     refused(run("exec", "--target", "local", option, value, "--", "true", tmp=tmp_path), option)
 
 
 def test_a_usable_time_limit_runs(tmp_path: Path) -> None:
+    """A sensible ``--timeout`` is accepted and the command runs."""
     result = run("exec", "--target", "local", "--timeout", "5", "--", "true", tmp=tmp_path)
     assert result.returncode == 0, result.stderr
 
@@ -77,6 +82,8 @@ def test_a_usable_time_limit_runs(tmp_path: Path) -> None:
 def test_a_profile_time_limit_that_disables_the_limit_is_refused(
     value: str, tmp_path: Path
 ) -> None:
+    """A profile's time limit that would disable the limit is refused in one line naming the
+    profile and the key."""
     profile = tmp_path / "doctor.toml"
     profile.write_text(f'[targets.t]\nuri = "local"\ntimeouts = {{ trainlog = {value} }}\n')
     result = run("diagnose", "--config", str(profile), "--target", "t", tmp=tmp_path)
@@ -93,11 +100,15 @@ def test_a_profile_time_limit_that_disables_the_limit_is_refused(
 def test_an_unknown_format_is_refused_before_anything_runs(
     command: list[str], allowed: str, tmp_path: Path
 ) -> None:
+    """An unknown ``--format`` is refused with the formats allowed, before any session is
+    started."""
     refused(run(*command, tmp=tmp_path), "--format", allowed)
     assert not (tmp_path / "state" / "dflash-doctor" / "sessions").exists()
 
 
 def test_writing_where_nothing_can_be_written_is_one_line(tmp_path: Path) -> None:
+    """An output path that is a directory or lies under a file is one line for report, init
+    and health, never a traceback."""
     (tmp_path / "dir").mkdir()
     one_line(
         run("report", str(TRANSCRIPT), "--out", str(tmp_path / "dir"), tmp=tmp_path),
@@ -141,6 +152,8 @@ def fifo(tmp_path: Path) -> Path:
 def test_a_special_file_named_as_input_is_refused_without_reading_it(
     kind: str, fifo: Path, tmp_path: Path
 ) -> None:
+    """A FIFO, /dev/zero or a directory named as a transcript or profile is refused in one
+    line naming it, without blocking on or reading it."""
     path = {"fifo": fifo, "/dev/zero": Path("/dev/zero"), "directory": tmp_path}[kind]
     what = {"fifo": "a FIFO", "/dev/zero": "a character device", "directory": ""}[kind]
     one_line(run("replay", str(path), tmp=tmp_path), str(path), "cannot read transcript", what)
@@ -153,6 +166,8 @@ def test_a_special_file_named_as_input_is_refused_without_reading_it(
 @settings(max_examples=400, deadline=None)
 @given(st.text(max_size=80))
 def test_parsing_any_text_as_a_target_either_works_or_says_why(text: str) -> None:
+    """Any text as a target either parses to a URI that round-trips through its printed
+    form, or is refused in one line; nothing else escapes."""
     for candidate in (text, f"ssh://{text}", f"ssh://h:{text}", f"ssh://[{text}]"):
         try:
             uri = parse_target(candidate)
@@ -203,6 +218,8 @@ def test_known_hosts_marker_lines_do_not_break_ssh(sshd_server: SSHServer, tmp_p
 def test_a_revoked_host_key_is_refused_even_when_listed(
     sshd_server: SSHServer, tmp_path: Path
 ) -> None:
+    """A host key marked ``@revoked`` in known_hosts is refused in one line even though the
+    key is listed, and no command runs there."""
     host, keytype, key = sshd_server.known_hosts.read_text().split()[:3]
     path = known_hosts_with(sshd_server, f"@revoked {host} {keytype} {key}")
     result = ssh_exec(sshd_server, path, tmp_path)
@@ -215,6 +232,8 @@ def test_a_revoked_host_key_is_refused_even_when_listed(
 def test_an_unusable_ssh_config_or_known_hosts_is_one_line(
     what: str, sshd_server: SSHServer, tmp_path: Path
 ) -> None:
+    """An ssh config (or known_hosts) that is a directory or not UTF-8 is one line naming
+    the file."""
     bad = tmp_path / "bad"
     if what == "directory":
         bad.mkdir()
@@ -229,6 +248,8 @@ def test_an_unusable_ssh_config_or_known_hosts_is_one_line(
 
 
 def test_the_state_directory_is_private_and_an_unusable_one_is_one_line(tmp_path: Path) -> None:
+    """The state directory is made owner-only and tightened if an older version left it
+    open; a state path that is a file is one line, not a traceback."""
     result = run("exec", "--target", "local", "--", "true", tmp=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "state" / "dflash-doctor").stat().st_mode & 0o777 == 0o700
@@ -275,6 +296,8 @@ def finished_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
 def test_resume_on_a_damaged_state_file_is_one_line(
     name: str, content: str, finished_session: tuple[Path, str], tmp_path: Path
 ) -> None:
+    """Resuming a session whose state file is truncated, empty or of the wrong shape is one
+    line naming that file."""
     import shutil
 
     source, session = finished_session
@@ -347,6 +370,8 @@ def test_every_commands_help_is_shown(command: str, tmp_path: Path) -> None:
 
 
 def test_an_unknown_option_is_one_line(tmp_path: Path) -> None:
+    """An unknown option or command is one usage line, exit 2, like the doctor's own
+    errors."""
     refused(run("diagnose", "--no-such-option", tmp=tmp_path), "No such option: --no-such-option")
     refused(run("no-such-command", tmp=tmp_path), "No such command 'no-such-command'")
 

@@ -59,12 +59,16 @@ def loaded_by(
 
 
 def test_version_imports_nothing_heavy_nor_typer() -> None:
+    """``--version`` loads none of the heavy libraries, nor typer, click or rich, so it
+    answers at once."""
     code, loaded = loaded_by("--version")
     assert code == 0
     assert not loaded & {*HEAVY, "typer", "click", "rich"}, loaded & {*HEAVY, "typer", "rich"}
 
 
 def test_help_imports_no_command_machinery() -> None:
+    """``--help`` lists the commands from the command table without importing any command's
+    module or the heavy libraries."""
     code, modules = modules_loaded_by("--help")
     assert code == 0
     loaded = {m.split(".")[0] for m in modules}
@@ -78,6 +82,8 @@ COMMAND_MODULES = {spec.module.rsplit(".", 1)[1] for spec in COMMANDS.values()}
 
 @pytest.mark.parametrize("command", ["diagnose", "health", "exec"])
 def test_a_commands_help_imports_its_module_alone(command: str) -> None:
+    """A command's ``--help`` imports that command's module and no other, and nothing
+    heavy."""
     code, modules = modules_loaded_by(command, "--help")
     assert code == 0
     assert {m.split(".")[0] for m in modules}.isdisjoint(HEAVY)
@@ -87,6 +93,7 @@ def test_a_commands_help_imports_its_module_alone(command: str) -> None:
 
 
 def test_a_mistyped_command_is_told_the_nearest_one() -> None:
+    """A mistyped command is told the nearest real one, exit 2."""
     run = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(["diagnse"])],
         capture_output=True,
@@ -102,6 +109,8 @@ def test_a_mistyped_command_is_told_the_nearest_one() -> None:
 
 
 def test_a_local_exec_loads_neither_ssh_nor_the_graph(tmp_path: Path) -> None:
+    """A local ``exec`` loads neither SSH nor the graph; once its screen is cached, the
+    secret detector is loaded only when the output could hold a secret."""
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
     # The first run reads the secret formats' screen from detect-secrets and keeps it...
     code, loaded = loaded_by("exec", "--", "true", env=env)
@@ -120,6 +129,7 @@ def test_a_local_exec_loads_neither_ssh_nor_the_graph(tmp_path: Path) -> None:
 
 
 def test_facts_never_imports_langgraph(tmp_path: Path) -> None:
+    """``facts`` runs its probes without importing langgraph, paramiko or torch."""
     (tmp_path / "train.py").write_text("print('step 1')\n")
     code, loaded = loaded_by("-q", "facts", "--json", "-w", str(tmp_path), "--only", "host")
     assert code in (0, None)
@@ -135,6 +145,8 @@ def _options(name: str) -> dict[str, tuple[str, ...]]:
 
 @pytest.mark.parametrize("name", ["exec", "facts", "snapshot", "diagnose", "health"])
 def test_every_command_that_reaches_a_target_takes_the_same_ssh_options(name: str) -> None:
+    """Every command that reaches a target takes all the SSH options, declared exactly as
+    ``facts`` declares them."""
     reference = _options("facts")
     mine = _options(name)
     assert set(SSH_OPTION_NAMES) <= mine.keys()
@@ -142,6 +154,8 @@ def test_every_command_that_reaches_a_target_takes_the_same_ssh_options(name: st
 
 
 def test_the_ssh_options_are_declared_in_one_module() -> None:
+    """The SSH options are declared only in ``agent/cli/options.py``, so the commands cannot
+    drift apart."""
     cli_dir = Path(__file__).resolve().parents[2] / "agent" / "cli"
     declaring = sorted(p.name for p in cli_dir.glob("*.py") if '"--known-hosts"' in p.read_text())
     assert declaring == ["options.py"]

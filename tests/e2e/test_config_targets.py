@@ -58,6 +58,8 @@ def _interpreter_reason(document: dict[str, object]) -> str:
 
 
 def test_a_name_and_its_uri_resolve_to_the_same_profile(config: Path) -> None:
+    """A profile named by its name or by its uri resolves to the same settings, and the
+    settings line says which way it was found."""
     by_name = resolve_target("here", config=str(config))
     by_uri = resolve_target("local", config=str(config))
     assert by_name.spec == by_uri.spec and by_name.name == by_uri.name == "here"
@@ -79,6 +81,8 @@ def test_facts_applies_the_profile_for_its_uri(config: Path) -> None:
 
 
 def test_without_config_a_uri_says_no_profile_applies() -> None:
+    """Without a profile, a uri runs with default settings and says so; the interpreter is
+    discovered unless ``--interpreter`` names one."""
     resolved = resolve_target("local", interpreter=sys.executable)
     assert resolved.settings == "no profile: local with the default settings and no workspace"
     assert resolved.profile is None
@@ -87,6 +91,8 @@ def test_without_config_a_uri_says_no_profile_applies() -> None:
 
 
 def test_a_uri_no_profile_has_is_one_line_exit_2(config: Path) -> None:
+    """A uri that no profile in ``--config`` has is one line, exit 2, listing the profiles
+    there."""
     done = cli("facts", "--target", "local/pct:200", "--config", str(config))
     assert done.returncode == 2
     lines = done.stderr.decode().splitlines()
@@ -97,6 +103,8 @@ def test_a_uri_no_profile_has_is_one_line_exit_2(config: Path) -> None:
 def test_several_profiles_with_the_uri_are_ambiguous_unless_one_is_the_default(
     tmp_path: Path,
 ) -> None:
+    """Two profiles with the same uri are ambiguous (one line, exit 2, naming both) unless
+    one is ``default_target``, which then applies."""
     ws = tmp_path / "ws"
     ws.mkdir()
     twin = ["[targets.twin]", 'uri = "local"', f'workspace = "{tmp_path}"']
@@ -111,6 +119,7 @@ def test_several_profiles_with_the_uri_are_ambiguous_unless_one_is_the_default(
 
 
 def test_a_config_without_targets_is_not_silently_ignored(tmp_path: Path) -> None:
+    """A profile naming no targets is an error, not silently ignored."""
     empty = tmp_path / "doctor.toml"
     empty.write_text("# nothing yet\n")
     with pytest.raises(ConfigError, match="the profile names no targets"):
@@ -118,12 +127,14 @@ def test_a_config_without_targets_is_not_silently_ignored(tmp_path: Path) -> Non
 
 
 def test_the_interpreter_option_overrides_the_profile(config: Path) -> None:
+    """``--interpreter`` overrides the profile's interpreter and turns off discovery."""
     spec = resolve_target("local", config=str(config), interpreter="python3").spec
     assert (spec.interpreter, spec.discover_interpreter) == ("python3", False)
     assert spec.interpreter_reason == "given by --interpreter (no discovery)"
 
 
 def test_snapshot_applies_the_profile_for_its_uri(config: Path) -> None:
+    """``snapshot`` with a uri applies the profile that has it and says so."""
     done = cli("-q", "snapshot", "--name", "good", "--target", "local", "--config", str(config))
     assert done.returncode == 0, done.stderr.decode()
     assert f"settings: profile 'here' of {config}" in done.stderr.decode()
@@ -131,6 +142,8 @@ def test_snapshot_applies_the_profile_for_its_uri(config: Path) -> None:
 
 
 def test_diagnose_applies_the_profile_for_its_uri(config: Path) -> None:
+    """``diagnose`` with a uri applies that profile, and the report says the interpreter
+    came from it."""
     done = cli(
         "-q",
         "diagnose",
@@ -152,6 +165,8 @@ def test_diagnose_applies_the_profile_for_its_uri(config: Path) -> None:
 
 
 def test_health_labels_the_target_by_the_profile_its_uri_matches(config: Path) -> None:
+    """``health`` labels a target given by uri with the name of the profile whose uri it
+    is."""
     done = cli(
         "-q", "health", "--format", "json", "--target", "local", "--config", str(config),
         "--baseline", "never-taken",
@@ -161,6 +176,8 @@ def test_health_labels_the_target_by_the_profile_its_uri_matches(config: Path) -
 
 
 def test_health_stops_on_a_uri_no_profile_has(config: Path) -> None:
+    """``health`` on a uri no profile has stops in one line, exit 2, rather than running
+    unconfigured."""
     done = cli(
         "health", "--target", "ssh://nobody@example.invalid", "--config", str(config),
         "--baseline", "good",

@@ -113,6 +113,7 @@ def test_nccl_watchdog_abort_is_a_collective_timeout(tmp_path: Path) -> None:
 
 
 def test_terminate_without_what_line_is_still_an_exception_line(tmp_path: Path) -> None:
+    """A C++ terminate with no what() line still counts its exception class as the cause."""
     out = scan(tmp_path, texts.terminate_lines("std::bad_alloc", "x")[0] + "\nAborted\n")
     assert out["exception_causes"]["std::bad_alloc"]["count"] == 1
 

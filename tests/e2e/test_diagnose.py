@@ -46,6 +46,8 @@ def test_healthy_workspace_is_no_fault_found(good_workspace: Path, tmp_path: Pat
 
 
 def test_changed_script_is_found_by_its_md5(good_workspace: Path, tmp_path: Path) -> None:
+    """The training script edited since the snapshot: script_changed is verified first,
+    citing the script's md5 now, and the FX race is refuted."""
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     assert trainer("break", "script", "--workspace", ws).returncode == 0
@@ -59,6 +61,8 @@ def test_changed_script_is_found_by_its_md5(good_workspace: Path, tmp_path: Path
 
 
 def test_truncated_checkpoint_is_an_integrity_fault(good_workspace: Path, tmp_path: Path) -> None:
+    """A checkpoint the trainer's own break truncated: checkpoint integrity is verified and
+    the report counts the one damaged file."""
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     assert trainer("break", "truncate-checkpoint", "--workspace", ws).returncode == 0

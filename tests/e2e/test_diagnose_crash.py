@@ -56,6 +56,8 @@ STATES = {
 
 
 def test_each_crash_is_the_top_verdict(good_workspace: Path, tmp_path: Path) -> None:
+    """Each crash text at the end of the console log makes a "fault found" with the crash
+    family verified first, stating its cause, and the FX race refuted."""
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     console = ws / "checkpoints" / "train_stdout.log"

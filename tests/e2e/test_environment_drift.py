@@ -42,6 +42,8 @@ TORCH = "2.13.0+cpu"
     ],
 )
 def test_version_difference(a: str, b: str, expected: str | None) -> None:
+    """Two versions differ by release, by build label, or not at all, symmetrically; a label
+    on one side only is no difference, and text that is no version compares as unknown."""
     assert difference(a, b) == expected
     assert difference(b, a) == expected
 
@@ -212,6 +214,8 @@ def test_unread_checkpoints_leave_the_question_open() -> None:
 
 
 def test_version_claim_on_text_that_is_no_version_is_unverifiable() -> None:
+    """A version claim on a value that is not a version is unverifiable, saying so, rather
+    than a difference."""
     ledger = Ledger()
     a = ledger.append(Fact(probe="p", target="local", value={"v": "n/a"})).id
     b = ledger.append(Fact(probe="q", target="local", value={"v": "2.11.0"})).id

@@ -58,6 +58,8 @@ def timed_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_rank_that_fell_behind_and_the_op_are_named(timed_out: Path, tmp_path: Path) -> None:
+    """The collective timeout is verified with the first collective rank 1 never enqueued,
+    its op, and rank 1 named as the one that fell behind."""
     report = diagnose(timed_out, tmp_path / "state")
     crashes = [h for h in report["hypotheses"] if h["kind"] == "crash_stated"]
     (timeout,) = [h for h in crashes if any("Timed out waiting" in c["text"] for c in h["claims"])]
@@ -72,6 +74,8 @@ def test_the_rank_that_fell_behind_and_the_op_are_named(timed_out: Path, tmp_pat
 def test_a_crafted_dump_beside_them_is_refused_and_runs_nothing(
     timed_out: Path, tmp_path: Path
 ) -> None:
+    """A dump pickle that would run code is refused as not plain data without running it, a
+    FIFO dump is skipped, and the real dumps are still read."""
     ws = tmp_path / "ws"
     shutil.copytree(timed_out, ws)
     marker = tmp_path / "ran"

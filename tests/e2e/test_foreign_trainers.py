@@ -172,6 +172,8 @@ LIGHTNING_REMEDY = "ThroughputMonitor"
 def test_hf_trainer_healthy_without_a_speed_is_insufficient_evidence(
     hf_workspace: Workspace, tmp_path: Path
 ) -> None:
+    """A healthy transformers.Trainer run whose log holds no speed is "insufficient
+    evidence", naming the Trainer setting that would log it."""
     ws, state = fresh(hf_workspace, tmp_path)
     assert_no_fault(diagnose(ws, state, "--baseline", "good"), remedy=HF_REMEDY)
 
@@ -188,6 +190,8 @@ def test_hf_trainer_healthy_without_a_snapshot_finds_nothing_and_names_the_speed
 
 
 def test_hf_trainer_script_changed(hf_workspace: Workspace, tmp_path: Path) -> None:
+    """The Trainer's train.py edited since the baseline: script_changed is found first and
+    cites the script's path."""
     ws, state = fresh(hf_workspace, tmp_path)
     script = ws / "train.py"
     script.write_text(script.read_text().replace("learning_rate=1e-3", "learning_rate=3e-3"))
@@ -196,6 +200,8 @@ def test_hf_trainer_script_changed(hf_workspace: Workspace, tmp_path: Path) -> N
 
 
 def test_hf_trainer_truncated_safetensors(hf_workspace: Workspace, tmp_path: Path) -> None:
+    """The newest Trainer checkpoint's model.safetensors truncated: checkpoint integrity is
+    found, and its cited fact marks that file as not ok."""
     ws, state = fresh(hf_workspace, tmp_path)
     newest = last(list((ws / "out").glob("checkpoint-*")))
     truncate(newest / "model.safetensors")
@@ -241,6 +247,8 @@ def test_hf_trainer_environment_drift_from_its_records(
 def test_lightning_healthy_without_a_speed_is_insufficient_evidence(
     lightning_workspace: Workspace, tmp_path: Path
 ) -> None:
+    """A healthy Lightning run with no throughput logged is "insufficient evidence", naming
+    ThroughputMonitor as what would make its speed observable."""
     ws, state = fresh(lightning_workspace, tmp_path)
     assert_no_fault(diagnose(ws, state, "--baseline", "good"), remedy=LIGHTNING_REMEDY)
 
@@ -277,6 +285,8 @@ def test_lightning_with_its_throughput_monitor_is_judged_by_its_own_figure(
 
 
 def test_lightning_truncated_ckpt(lightning_workspace: Workspace, tmp_path: Path) -> None:
+    """The newest of Lightning's ``.ckpt`` files truncated: checkpoint integrity is found
+    first."""
     ws, state = fresh(lightning_workspace, tmp_path)
     ckpts = list(ws.glob("lightning_logs/version_0/checkpoints/epoch=*-step=*.ckpt"))
     assert len(ckpts) == 3, ckpts
@@ -304,6 +314,8 @@ def test_lightning_environment_drift_from_its_saved_environment(
 def test_threads_trainer_healthy_is_no_fault_found(
     threads_workspace: Workspace, tmp_path: Path
 ) -> None:
+    """The healthy threaded trainer, which logs its speed, is "no fault found" with what was
+    checked listed."""
     ws, state = fresh(threads_workspace, tmp_path)
     assert_no_fault(diagnose(ws, state, "--baseline", "good"))
 
@@ -335,10 +347,14 @@ def crash_case(found: Workspace, tmp_path: Path, exception: str) -> None:
 
 
 def test_cuda_oom_in_a_worker_thread(oom_crash_workspace: Workspace, tmp_path: Path) -> None:
+    """A CUDA out-of-memory in a worker thread is the crash found first, naming the
+    exception and the thread; the FX race does not claim it."""
     crash_case(oom_crash_workspace, tmp_path, "OutOfMemoryError")
 
 
 def test_nccl_timeout_in_a_worker_thread(nccl_crash_workspace: Workspace, tmp_path: Path) -> None:
+    """An NCCL timeout (DistBackendError) in a worker thread is the crash found first,
+    naming the exception and the thread; the FX race does not claim it."""
     crash_case(nccl_crash_workspace, tmp_path, "DistBackendError")
 
 
@@ -417,6 +433,8 @@ def test_recompile_limit_in_older_torch_wording(
 def test_specforge_layout_healthy_without_a_speed_is_insufficient_evidence(
     written_layouts: dict[str, Workspace], tmp_path: Path
 ) -> None:
+    """A healthy run in SpecForge's layout with no speed logged is "insufficient evidence",
+    saying a tokens/s field would settle it."""
     ws, state = fresh(written_layouts["specforge"], tmp_path)
     report = diagnose(ws, state)
     assert_no_fault(report, remedy="a tokens/s field")
@@ -425,6 +443,8 @@ def test_specforge_layout_healthy_without_a_speed_is_insufficient_evidence(
 def test_specforge_layout_truncated_checkpoint(
     written_layouts: dict[str, Workspace], tmp_path: Path
 ) -> None:
+    """A truncated model.safetensors in SpecForge's checkpoint layout is found as a
+    checkpoint integrity fault."""
     ws, state = fresh(written_layouts["specforge"], tmp_path)
     truncate(ws / "outputs" / "qwen3-8b-dflash" / "epoch_1_step_120" / "model.safetensors")
     assert_found(diagnose(ws, state, "--baseline", "good"), "checkpoint_integrity")
@@ -433,6 +453,8 @@ def test_specforge_layout_truncated_checkpoint(
 def test_torchtune_layout_healthy_is_no_fault_found(
     written_layouts: dict[str, Workspace], tmp_path: Path
 ) -> None:
+    """A healthy run in torchtune's layout is "no fault found", with what was checked
+    listed."""
     ws, state = fresh(written_layouts["torchtune"], tmp_path)
     report = diagnose(ws, state)
     assert_no_fault(report)

@@ -109,6 +109,8 @@ def _profile_text(default: Any, targets: dict[str, dict[str, Any]]) -> str:
 def test_any_profile_loads_or_is_a_config_error(
     tmp_path: Path, default: Any, targets: dict[str, dict[str, Any]]
 ) -> None:
+    """Any profile text loads, with every target's sweep spec buildable, or is refused with
+    an error that says why; nothing else escapes."""
     path = _fresh(tmp_path) / "doctor.toml"
     path.write_text(_profile_text(default, targets))
     try:
@@ -196,6 +198,8 @@ def _jsonable(value: Any) -> None:
 def test_any_train_log_yields_its_summary(
     tmp_path: Path, lines: list[str], name: str, truncate: bool
 ) -> None:
+    """Any train log, of any supported name, whole or cut in half, yields a summary that is
+    strict JSON."""
     path = _fresh(tmp_path) / name
     data = "\n".join(lines).encode("utf-8", "surrogatepass")
     path.write_bytes(data[: len(data) // 2] if truncate else data)
@@ -207,6 +211,8 @@ def test_any_train_log_yields_its_summary(
 @FAST
 @given(lines=st.lists(_line, max_size=40))
 def test_any_console_log_yields_its_scan(tmp_path: Path, lines: list[str]) -> None:
+    """Any console log after a traceback's opening lines yields a scan that is strict
+    JSON."""
     head = ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>']
     path = _fresh(tmp_path) / "stdout.log"
     path.write_bytes("\n".join(head + lines).encode("utf-8", "surrogatepass"))
@@ -241,6 +247,8 @@ def test_any_console_log_yields_its_scan(tmp_path: Path, lines: list[str]) -> No
 def test_any_checkpoint_metadata_yields_the_fact(
     tmp_path: Path, files: dict[str, str], step_names: list[str]
 ) -> None:
+    """Any metadata files in any checkpoint folder naming yield a strict-JSON fact, or a
+    probe failure that says why."""
     root = _fresh(tmp_path) / "checkpoints"
     for step in step_names:
         (root / step).mkdir(parents=True, exist_ok=True)
@@ -325,6 +333,8 @@ SLOW = settings(
 def test_any_option_values_are_run_or_refused_in_one_line(
     tmp_path: Path, timeout: str, connect: str, fmt: str
 ) -> None:
+    """Any time limit or format at the real console script either runs, fails with a
+    documented exit code, or is refused in one line; never a traceback."""
     # exec: the command's own code, 2 for a refused value, 255 when it could not be run
     # or ran out of its time (a limit of 1e-300 s is a limit, and it is reached).
     _documented(
@@ -343,6 +353,8 @@ def test_any_option_values_are_run_or_refused_in_one_line(
 def test_any_special_file_as_an_input_is_refused_in_one_line(
     tmp_path: Path, kind: str, option: str
 ) -> None:
+    """Any special file given as a profile, known_hosts or ssh config is refused in one line
+    before connecting; a missing or garbled known_hosts is used as OpenSSH would."""
     path = _special(tmp_path, kind)
     if option == "--config":
         done = _cli(tmp_path, "facts", "--config", path, "--target", "t")
@@ -361,6 +373,8 @@ def test_any_special_file_as_an_input_is_refused_in_one_line(
 def test_any_special_file_as_a_transcript_is_refused_in_one_line(
     tmp_path: Path, kind: str, command: str
 ) -> None:
+    """Any special file handed to ``replay`` or ``report`` as a transcript is refused in one
+    line, exit 2."""
     done = _cli(tmp_path, command, _special(tmp_path, kind))
     _documented(done)
     assert done.returncode == 2, done.stderr

@@ -99,6 +99,8 @@ def test_any_file_names_keep_the_layout_walk_and_its_fact(
 def test_a_record_nested_to_any_depth_costs_at_most_its_own_line(
     tmp_path: Path, depth: int, opener: str, where: int
 ) -> None:
+    """A record nested to any depth among a train log's lines loses at most that line: the
+    other records and the last step are still read, and the summary is strict JSON."""
     closer = "".join({"{": "}", "[": "]"}[c] for c in reversed(opener) if c in "{[")
     deep = opener * depth + "1" + closer * depth
     lines = RECORDS.splitlines()
@@ -116,6 +118,8 @@ def test_a_record_nested_to_any_depth_costs_at_most_its_own_line(
 def test_a_first_line_of_any_length_does_not_hide_the_log(
     tmp_path: Path, size: int, head: str
 ) -> None:
+    """A huge first line (a long record, NULs, undecodable bytes) does not stop the layout
+    walk from finding the train log."""
     first = {
         "record": json.dumps({"step": 0, "config": "x" * size}),
         "nul": "\0" * size,
@@ -197,6 +201,8 @@ def _replace(path: Path, kind: str) -> None:
 def test_any_special_file_in_the_state_directory_is_one_line(
     diagnosed: tuple[Path, str], tmp_path: Path, name: str, kind: str, answer: list[str]
 ) -> None:
+    """Any session state file replaced by a FIFO, device, directory, link loop, garbage or
+    deep nesting makes ``resume`` stop in one line, exit 2, without hanging."""
     state, sid = diagnosed
     copy = _fresh(tmp_path) / "state"
     shutil.copytree(state, copy, symlinks=True)

@@ -97,6 +97,8 @@ def assert_replays(session: str) -> None:
     ],
 )
 def test_a_claim_that_is_not_a_cited_typed_predicate_is_rejected(raw: object, reason: str) -> None:
+    """A proposed claim that is free text, cites no fact, has no typed predicate, or carries
+    extra fields is rejected with the reason."""
     formed = form_claim(raw, 0)
     assert isinstance(formed, ClaimVerdict)
     assert formed.outcome == "rejected"
@@ -104,6 +106,9 @@ def test_a_claim_that_is_not_a_cited_typed_predicate_is_rejected(raw: object, re
 
 
 def test_unreadable_answers_and_command_fields_are_refused_with_reasons() -> None:
+    """A proposer's answer is screened: proposals with a command or probes to run, or an
+    unknown kind, are refused with reasons, bad claims are rejected, and non-JSON is refused
+    outright."""
     said = parse_answer(
         json.dumps(
             [
@@ -138,6 +143,8 @@ def test_unreadable_answers_and_command_fields_are_refused_with_reasons() -> Non
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_non_interactive_json_is_the_scripts_document(race_ws: Path) -> None:
+    """``--non-interactive --json`` prints one document for scripts: the race verified first
+    by the rules, every claim cited to a listed fact, every fact with its command."""
     result = diagnose(race_ws, "--non-interactive", "--json", "--plan-only")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -160,6 +167,8 @@ def test_non_interactive_json_is_the_scripts_document(race_ws: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_hypothesis_answers_only_for_the_named_family(race_ws: Path) -> None:
+    """``--hypothesis`` checks only the family named: the race is found when asked for; a
+    family the facts do not support is "no fault found" with its cited check."""
     asked = json.loads(diagnose(race_ws, "--hypothesis", "fx_trace_race", "--json").stdout)
     assert asked["verdict"] == "fault found"
     assert {h["kind"] for h in asked["hypotheses"]} == {"fx_trace_race"}
@@ -177,6 +186,7 @@ def test_hypothesis_answers_only_for_the_named_family(race_ws: Path) -> None:
 
 
 def test_unknown_hypothesis_kind_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    """An unknown ``--hypothesis`` kind is a one-line usage error, exit 2."""
     result = diagnose(tmp_path, "--hypothesis", "gremlins")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -186,6 +196,8 @@ def test_unknown_hypothesis_kind_is_a_one_line_usage_error(tmp_path: Path) -> No
 def test_a_proposer_that_is_not_a_chat_model_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:
+    """A ``--proposer`` that returns no chat model, or names a module that does not exist,
+    is refused with exit 2 before anything runs."""
     result = diagnose(tmp_path, "--proposer", "tests.lib.fake_models:not_a_model")
     assert result.returncode == 2
     assert "returned str, not a chat model" in result.stderr
@@ -200,6 +212,9 @@ def test_a_proposer_that_is_not_a_chat_model_is_refused_before_anything_runs(
 def test_adversarial_proposer_is_checked_like_a_rule_and_every_bad_claim_rejected(
     race_ws: Path,
 ) -> None:
+    """An adversarial proposer's claims are checked like the rules': uncited or unknown
+    citations are rejected, false ones fail, commands and unknown kinds are refused, the one
+    true claim verifies, and the session replays with no model."""
     result = diagnose(
         race_ws,
         "--non-interactive",
@@ -254,6 +269,8 @@ def test_adversarial_proposer_is_checked_like_a_rule_and_every_bad_claim_rejecte
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_guided_menu_tests_a_hypothesis_probes_again_and_declines_the_fix(race_ws: Path) -> None:
+    """The guided menu tests a hypothesis, probes again (refusing unknown probes), and
+    offers the fix; declined, nothing is written, and the recorded choices replay."""
     launch = race_ws / "launch.sh"
     before = launch.read_bytes()
     answers = "t\nfx_trace_race\np\nstdoutlog,nonsense\np\nstdoutlog\nf\nlock-warmup\nn\n"
@@ -292,6 +309,8 @@ def test_guided_menu_tests_a_hypothesis_probes_again_and_declines_the_fix(race_w
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_stopping_at_the_menu_reports_and_plans_nothing(race_ws: Path) -> None:
+    """Stopping at the menu still reports the verdict, but plans no fix and asks no
+    approval."""
     result = diagnose(race_ws, "--interactive", "--json", stdin="s\n")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -374,6 +393,8 @@ def test_scripted_pause_then_resume_decline_records_the_outcome_once(race_ws: Pa
 def test_healthy_run_is_no_fault_found_with_what_was_checked_and_no_fix_offered(
     good_workspace: Path, tmp_path: Path
 ) -> None:
+    """A healthy run against its snapshot is "no fault found": every family refuted and
+    listed as checked with citations, and no fix offered or paused for."""
     ws = clone(good_workspace, tmp_path / "ws")
     line = shlex.join(["exec", sys.executable, "train_dflash.py", *SMALL])
     (ws / "launch.sh").write_text(f"#!/bin/sh\n{line}\n")  # fixes would be possible here

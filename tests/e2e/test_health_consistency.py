@@ -37,6 +37,9 @@ def recorded(ws: Path) -> dict[str, float]:
 def test_a_real_run_is_judged_against_its_derived_baseline_in_every_output(
     good_workspace: Path, tmp_path: Path
 ) -> None:
+    """With no ``--baseline``, health judges a real run against what its newest checkpoint
+    recorded; every output (JSON, JUnit, Prometheus, Markdown, trend chart) prints the same
+    two figures and names that baseline."""
     from prometheus_client.parser import text_string_to_metric_families
 
     ws = clone(good_workspace, tmp_path / "ws")

@@ -31,6 +31,9 @@ def health(ws: Path, state: Path) -> dict[str, Any]:
 
 
 def test_a_crowded_folder_costs_its_own_entries_not_the_check(tmp_path: Path) -> None:
+    """A folder of many thousands of files sorting before the checkpoints is skipped in part
+    and said so; the checkpoints are still found, and health gives the verdict a small
+    workspace gets."""
     small, crowded = tmp_path / "small", tmp_path / "crowded"
     for ws in (small, crowded):
         write_run(ws)

@@ -159,6 +159,8 @@ def profile(path: Path, targets: dict[str, tuple[str, Path]]) -> Path:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_healthy_target_exits_0(fleet: Fleet, sshd_server: SSHServer) -> None:
+    """A healthy target through the real sshd and the pct hop exits 0: every check passed,
+    the figures read, and only the bundle run there."""
     fleet.install_baselines()
     uri = f"{sshd_server.uri}/pct:200"
     ws = fleet.workspaces["healthy"]
@@ -256,6 +258,8 @@ def test_mixed_fleet_each_family_regressed_one_down_one_healthy(
 def test_the_incident_race_exits_1_with_torchs_error_cited(
     race_scenario: Scenario, sshd_server: SSHServer
 ) -> None:
+    """The incident's race over SSH exits 1: the race check fails quoting torch's FX-trace
+    error, dataset churn fails too, and the race's lines are cited."""
     race_scenario.install_baseline("good")
     rc, doc, _ = health(
         "--target",

@@ -294,6 +294,8 @@ def test_a_slowdown_after_a_resume_is_placed_within_one_logging_interval(
 
 
 def test_a_nan_loss_is_stated_with_the_step_it_began(hf_nan_run: HfNanRun, tmp_path: Path) -> None:
+    """The loss turning NaN is stated, dated to the first logged step after the step it
+    began at; nothing explains it, so the verdict is "symptom unexplained"."""
     report = diagnose(copy(hf_nan_run, tmp_path), tmp_path)
     (nan,) = [t for t in said(report) if t.startswith("the loss is nan")]
     assert step_of(nan) == hf_nan_run.injected_step + hf_nan_run.logging_steps, nan

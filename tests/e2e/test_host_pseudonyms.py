@@ -50,6 +50,9 @@ def _names_on_disk(roots: list[Path], word: re.Pattern[bytes]) -> list[str]:
 def test_the_alias_is_in_no_file_and_resume_still_reaches_the_target(
     sshd_server: SSHServer, tmp_path: Path
 ) -> None:
+    """No file the controller writes names the ssh_config alias or this host: every output
+    holds one pseudonym per host, yet the terminal shows the target as typed and resume
+    reaches it."""
     ws = tmp_path / "ws"
     write_run(ws)
     config = tmp_path / "ssh_config"

@@ -28,6 +28,8 @@ PLAIN = '[targets.trainer]\nuri = "local"\n'
 def test_a_hostile_profile_is_one_line_naming_the_file(
     tmp_path: Path, body: str, said: str
 ) -> None:
+    """A profile nested absurdly deep, or holding a NUL in a setting, is refused in one line
+    naming the file and what is wrong, not a traceback."""
     profile = tmp_path / "doctor.toml"
     profile.write_text(body)
     line = one_line_refusal(["facts", "--config", str(profile)], tmp_path / "s")
@@ -47,6 +49,8 @@ def test_a_hostile_profile_is_one_line_naming_the_file(
 def test_a_table_setting_in_the_environment_that_is_not_json_is_named(
     tmp_path: Path, variable: str, value: str
 ) -> None:
+    """A table setting given in an environment variable that is not JSON is refused in one
+    line naming the variable and its value."""
     profile = tmp_path / "doctor.toml"
     profile.write_text(PLAIN)
     line = one_line_refusal(

@@ -91,6 +91,8 @@ def xs(segment_points: Sequence[tuple[float, float]]) -> list[float]:
 
 
 def test_a_log_whose_step_goes_back_splits_into_two_runs() -> None:
+    """A log whose step goes back is drawn as two runs, labelled with the restart's line, or
+    as "after the step went back" when no restart was sampled."""
     ledger = Ledger()
     steps = [(10, 100), (20, 110), (30, 105), (5, 50), (15, 55)]
     windows = [window(line, step, value) for line, (step, value) in enumerate(steps, start=1)]
@@ -108,6 +110,7 @@ def test_a_log_whose_step_goes_back_splits_into_two_runs() -> None:
 
 
 def test_a_monotonic_log_is_one_run() -> None:
+    """A log whose step only grows is one run, labelled with its step range."""
     fact = log_fact(Ledger(), [window(k, 10 * k, 100 + k) for k in range(1, 6)])
     series = throughput_series(fact, "now")
     assert series is not None
@@ -116,6 +119,7 @@ def test_a_monotonic_log_is_one_run() -> None:
 
 
 def test_a_window_without_a_value_is_skipped() -> None:
+    """A window with no value is left out of the plot, not drawn as zero."""
     fact = log_fact(Ledger(), [window(1, 10, 100), window(2, 20, None), window(3, 30, 90)])
     series = throughput_series(fact, "now")
     assert series is not None
@@ -295,6 +299,8 @@ def test_the_oracle_holds_the_plot_to_the_raw_log(drop: Drop, tmp_path: Path) ->
 
 
 def test_devices_restarting_one_after_another_are_one_restart(drop: Drop) -> None:
+    """Several devices restarting one after another are one restart: two runs, each drawn in
+    step order."""
     value: Any = drop.now.value
     assert len(value["steps"]["restart_samples"]) == 3  # one per device
     series = throughput_series(drop.now, "now")
@@ -307,6 +313,8 @@ def test_devices_restarting_one_after_another_are_one_restart(drop: Drop) -> Non
 
 
 def test_marks_cite_their_facts(drop: Drop) -> None:
+    """The change and restart marks are labelled with what happened and where, and each
+    mark's title on the page cites its fact."""
     (fell,) = change_marks(drop.state.symptoms)
     assert fell.kind == "change" and re.fullmatch(r"fell to 0\.3\d× at step 6[0-9]0", fell.label)
     assert fell.title.endswith(f"(verified) [{drop.now.id}]")
@@ -332,6 +340,8 @@ def console_fact(ledger: Ledger, step_before: dict[str, int] | None) -> Fact:
 
 
 def test_a_crash_is_marked_only_at_a_step_the_console_log_printed() -> None:
+    """A crash is marked at the step the console log printed before it; with no step printed
+    it is not placed, and a sentence citing the log says why."""
     ledger = Ledger()
     dated = console_fact(ledger, {"step": 690, "line": 20})
     (mark,) = crash_marks(dated)
@@ -490,6 +500,8 @@ def test_browser_draws_a_restarted_run_apart_from_its_baseline(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_browser_marks_the_change_point_at_its_step(drop: Drop, tmp_path: Path) -> None:
+    """In a real browser the change mark is one vertical line at the x of the run's point at
+    the symptom's step, labelled with the drop."""
     dom = dom_of(drop.html, tmp_path)
     (fell,) = [s for s in drop.state.symptoms if s.kind == "throughput_drop" and s.subject]
     assert fell.step is not None and fell.ratio is not None
@@ -532,6 +544,8 @@ def recorded_race(good_workspace: Path, tmp_path_factory: pytest.TempPathFactory
 @pytest.mark.slow
 @pytest.mark.torch
 def test_browser_shows_plot_claims_and_citations(recorded_race: Path, tmp_path: Path) -> None:
+    """A recorded race's HTML report, opened in a browser, shows the verdict, every claim,
+    links from each citation to its fact row, and both series visibly drawn."""
     html = tmp_path / "report.html"
     assert (
         cli("-q", "report", str(recorded_race), "--format", "html", "--out", str(html)).returncode

@@ -64,6 +64,8 @@ def aligned(report: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path: Path) -> None:
+    """With a Python that has no torch the report opens with the drop and what changed; the
+    race stays open, not refuted, and the missing evidence says how to supply it."""
     ws = incident_workspace(tmp_path)
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)  # a real Python with no torch in it
@@ -94,6 +96,8 @@ def test_the_drop_leads_and_the_race_is_open_without_the_trainers_torch(tmp_path
 def test_with_a_python_that_has_torch_the_race_is_verified_first_and_explains_the_drop(
     tmp_path: Path,
 ) -> None:
+    """Given a Python that has torch, the race is verified first and the symptoms say it
+    explains the drop."""
     report = diagnose(incident_workspace(tmp_path), Path(sys.executable), tmp_path / "state")
     assert report["verdict"] == "fault found", report["verdict"]
     race = report["hypotheses"][0]

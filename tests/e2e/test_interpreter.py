@@ -94,6 +94,8 @@ def test_a_conda_env_in_the_workspace_is_found(tmp_path: Path) -> None:
 def test_the_launch_files_python_is_used(
     venvs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The Python the launch file execs is the one chosen, and the reason names the launch
+    file."""
     monkeypatch.setenv("PATH", SYSTEM_PATH)
     launch = tmp_path / "start-training.sh"
     launch.write_text(f"#!/bin/sh\ncd {tmp_path}\nexec env A=1 {venvs['torch']} my_train.py --x\n")
@@ -188,6 +190,8 @@ def test_the_running_trainers_python_wins(
 def test_a_matching_process_outside_the_workspace_is_not_the_trainer(
     running_trainer: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
+    """A running process that matches by name but works outside the workspace is not taken
+    for the trainer."""
     other = tmp_path / "other-ws"
     other.mkdir()
     spec = SweepSpec(discover_interpreter=True, workspace=str(other), process_match=("pretrain",))
@@ -198,6 +202,8 @@ def test_a_matching_process_outside_the_workspace_is_not_the_trainer(
 def test_nothing_found_is_one_reason_on_every_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With no Python on the target, every probe asked for fails with the one reason "no
+    Python found"."""
     monkeypatch.setenv("PATH", str(tmp_path))  # no python anywhere on it
     spec = SweepSpec(discover_interpreter=True, interpreter=str(tmp_path / "python3"))
     result = sweep(LocalTransport(), spec, only=["interpreter", "host"])
@@ -207,6 +213,8 @@ def test_nothing_found_is_one_reason_on_every_probe(
 
 
 def test_interpreter_given_turns_discovery_off_and_says_so() -> None:
+    """``--interpreter`` is used as given with no discovery and no candidates, and the fact
+    says so."""
     resolved = resolve_target("local", interpreter=sys.executable)
     assert resolved.spec.discover_interpreter is False
     chosen, env = _choose(resolved.spec)

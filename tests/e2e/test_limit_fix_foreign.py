@@ -101,6 +101,9 @@ def churned(churn_workspace: Workspace, tmp_path: Path) -> tuple[Path, str]:
 def test_diagnosed_then_fixed_through_the_start_up_hook(
     churned: tuple[Path, str], tmp_path: Path
 ) -> None:
+    """On a trainer whose threads miss its raised recompile limit, the limit is diagnosed as
+    not applied and fixed through the start-up hook: speed restored, the script untouched,
+    the launch line carrying the new limit."""
     ws, command = churned
     profile = tmp_path / "doctor.toml"
     profile.write_text(

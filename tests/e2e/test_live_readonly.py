@@ -33,6 +33,8 @@ CHANGES = re.compile(
 def test_a_health_check_of_a_live_trainer_writes_nothing_and_never_stops_it(
     tmp_path: Path,
 ) -> None:
+    """Under strace, a health check of a live trainer writes nothing in its workspace, never
+    ptrace-attaches, signals or writes into it, yet reads its stacks."""
     need(shutil.which("strace") is not None, "strace", "apt-get install strace")
     ws = tmp_path / "ws"
     trainer = start_in_background("loop_train.py", ws, "--log-every", "10")

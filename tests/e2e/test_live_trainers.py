@@ -390,6 +390,9 @@ def test_a_target_without_py_spy_gets_this_machines_carried_and_removed(
 def test_py_spy_is_carried_through_the_real_sshd_too(
     sshd_server: SSHServer, tmp_path: Path
 ) -> None:
+    """A target with no py-spy of its own, reached through the real sshd, gets one carried
+    over the transport to read the trainer's stacks; the carried copy's folder is gone
+    afterwards."""
     report, pid = carried_run(
         tmp_path,
         sshd_server.uri,

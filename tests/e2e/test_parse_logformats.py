@@ -321,6 +321,8 @@ def test_profile_overrides_the_schema(tmp_path: Path) -> None:
 
 
 def test_unknown_profile_format_is_one_clear_error(tmp_path: Path) -> None:
+    """A profile naming a log format that does not exist is one clear error naming it, not a
+    guess."""
     p = write(tmp_path, "log.jsonl", ['{"step": 1}'])
     with pytest.raises(ValueError, match="unknown log format 'xml'"):
         summarize(p, fields={"format": "xml"})

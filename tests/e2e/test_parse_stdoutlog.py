@@ -264,6 +264,8 @@ def test_a_first_hit_is_dated_by_the_step_printed_before_it(
 
 
 def test_words_about_steps_without_a_number_do_not_date(tmp_path: Path) -> None:
+    """Words like "max_steps=1000" or "steps=5" do not date an error to a step; a real "step
+    40" line before it does."""
     text = "max_steps=1000 warmup steps ahead\nsteps=5\n" + FX + "\n"
     hit = scan_text(tmp_path, text)["signatures"]["fx_nested_trace"]
     assert hit["first_after_step"] is None

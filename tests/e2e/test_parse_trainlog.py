@@ -74,6 +74,7 @@ def test_profile_names_unusual_fields(tmp_path: Path) -> None:
 
 
 def test_unknown_unit_is_refused(tmp_path: Path) -> None:
+    """An unknown throughput unit is refused rather than read as tokens/s."""
     with pytest.raises(ValueError, match="unknown throughput unit"):
         summarize(tmp_path, "{}\n", throughput_unit="furlongs")
 
@@ -181,6 +182,7 @@ def test_iso_timestamps(tmp_path: Path) -> None:
 
 
 def test_empty_file(tmp_path: Path) -> None:
+    """An empty train log is a summary of no records and no steps, not an error."""
     out = summarize(tmp_path, b"")
     assert out["records"] == 0 and out["steps"]["count"] == 0
 

@@ -44,6 +44,8 @@ def transaction(site: TrainerSite, playbook: object, baseline: float = 1.0) -> T
 @pytest.mark.torch
 @pytest.mark.slow
 def test_plan_writes_nothing_and_shows_the_diff(site: TrainerSite) -> None:
+    """Planning lock-warmup writes nothing in the workspace; the plan shows the launch
+    file's diff and records its hash as the precondition."""
     launch = Path(site.launch_file)
     before = sha(launch)
     files_before = sorted(p.name for p in Path(site.workspace).iterdir())
@@ -57,6 +59,8 @@ def test_plan_writes_nothing_and_shows_the_diff(site: TrainerSite) -> None:
 @pytest.mark.torch
 @pytest.mark.slow
 def test_drift_between_approval_and_apply_aborts(site: TrainerSite) -> None:
+    """A launch file edited after the plan was approved aborts the apply, naming the file,
+    and nothing is written over the edit."""
     tx = transaction(site, LockWarmup())
     plan = tx.plan()
     launch = Path(site.launch_file)
@@ -74,6 +78,8 @@ def test_drift_between_approval_and_apply_aborts(site: TrainerSite) -> None:
 def test_an_apply_waits_for_the_lock_then_gives_up_saying_who_holds_it(
     site: TrainerSite,
 ) -> None:
+    """An apply finding another's lock waits its turn, then aborts saying who holds it and
+    how long it waited, with the launch file unchanged."""
     tx = transaction(site, LockWarmup())
     tx.lock_wait = 2.0
     plan = tx.plan()
@@ -145,6 +151,8 @@ class _Knob:
 @pytest.mark.torch
 @pytest.mark.slow
 def test_knob_route_fixes_the_race_and_a_second_apply_changes_nothing(site: TrainerSite) -> None:
+    """Adding the trainer's ``--compile-lock`` fixes the emulated race in the restarted run;
+    a second apply finds it already applied and changes nothing."""
     tx = transaction(site, LockWarmup())
     outcome = tx.apply(tx.plan())
     assert outcome.status == "applied", outcome
@@ -228,11 +236,15 @@ def test_process_isolation_fixes_the_race(site: TrainerSite) -> None:
 def test_with_flag_edits_only_the_exec_line(
     line: str, flag: str, value: str | None, expected: str
 ) -> None:
+    """Adding or setting a flag edits only the exec line, keeping other lines, an existing
+    flag, and quoting as they were."""
     text = "#!/bin/sh\n# keep me\n" + line
     assert with_flag(text, "launch.sh", flag, value) == "#!/bin/sh\n# keep me\n" + expected
 
 
 def test_with_env_is_idempotent() -> None:
+    """Setting an environment variable on the exec line puts it behind ``env`` once; doing
+    it again changes nothing."""
     text = "#!/bin/sh\nexec python t.py\n"
     once = with_env(text, "launch.sh", {"A": "1"})
     assert once == "#!/bin/sh\nexec env A=1 python t.py\n"

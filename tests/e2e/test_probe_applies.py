@@ -67,6 +67,7 @@ def said(ws: Path) -> list[str]:
 
 
 def test_no_state_directory_is_nothing_to_say(tmp_path: Path) -> None:
+    """A workspace with no ``.dflash-doctor`` has no journal and no lock to report."""
     assert collect(tmp_path) == {
         "state_dir": str(tmp_path / ".dflash-doctor"),
         "journal": None,
@@ -75,6 +76,8 @@ def test_no_state_directory_is_nothing_to_say(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_apply_is_read_from_its_journal(tmp_path: Path) -> None:
+    """An apply that died after starting is read from its journal as interrupted, with its
+    step, playbook and backups, and its lock's age and owner."""
     interrupt(tmp_path)
     value = collect(tmp_path)
     journal = value["journal"]
@@ -92,6 +95,7 @@ def test_an_interrupted_apply_is_read_from_its_journal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("step", ["applied", "rolled_back"])
 def test_an_apply_that_ended_is_not_interrupted(tmp_path: Path, step: str) -> None:
+    """A journal whose apply ended, applied or rolled back, is not interrupted."""
     interrupt(tmp_path, step)
     journal = collect(tmp_path)["journal"]
     assert journal is not None and journal["interrupted"] is False
@@ -99,6 +103,8 @@ def test_an_apply_that_ended_is_not_interrupted(tmp_path: Path, step: str) -> No
 
 @pytest.mark.parametrize("kind", ["garbage", "fifo", "dir"])
 def test_a_journal_that_is_not_one_is_said_without_hanging(tmp_path: Path, kind: str) -> None:
+    """A journal that is garbage, a FIFO or a directory is reported at once as interrupted
+    with an error, without blocking on it."""
     state = tmp_path / ".dflash-doctor"
     state.mkdir()
     path = state / "apply.journal"
@@ -115,6 +121,8 @@ def test_a_journal_that_is_not_one_is_said_without_hanging(tmp_path: Path, kind:
 
 
 def test_an_apply_whose_lock_is_fresh_is_under_way_not_interrupted(tmp_path: Path) -> None:
+    """An apply whose lock is fresh is said to be under way; once its lock has gone silent
+    it is said to have stopped and never ended."""
     interrupt(tmp_path)
     (line,) = said(tmp_path)
     assert line.startswith("an apply of lock-warmup is under way (step started; its lock ")
@@ -127,6 +135,9 @@ def test_an_apply_whose_lock_is_fresh_is_under_way_not_interrupted(tmp_path: Pat
 @pytest.mark.torch
 @pytest.mark.slow
 def test_diagnose_and_health_say_so(good_workspace: Path, tmp_path: Path) -> None:
+    """An interrupted apply gets its own cited section in the diagnose report, saying the
+    next plan recovers it, and fails health's ``applies`` check so the target counts as
+    regressed."""
     ws = clone(good_workspace, tmp_path / "ws")
     snapshot(ws)
     interrupt(ws)

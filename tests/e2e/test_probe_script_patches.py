@@ -34,6 +34,8 @@ torch._dynamo.reset()
 
 
 def test_patches_and_markers(tmp_path: Path) -> None:
+    """Reading a script finds each monkeypatch with its target, line and code, the compile
+    and thread sites by line, and counts the patches that replace the FX check."""
     p = tmp_path / "train.py"
     p.write_text(SCRIPT)
     out = script_patches.collect({"paths": [str(tmp_path)]}, Context())
@@ -67,6 +69,8 @@ def test_dynamo_config_alone_patches_no_check(tmp_path: Path) -> None:
 
 
 def test_unparsable_missing_and_unmatched(tmp_path: Path) -> None:
+    """A script that does not parse, one that is missing, and a glob matching nothing are
+    each reported, not raised."""
     (tmp_path / "bad.py").write_text("def f(:\n")
     out = script_patches.collect(
         {"paths": [str(tmp_path / "bad.py"), str(tmp_path / "gone.py"), f"{tmp_path}/*.yaml"]},

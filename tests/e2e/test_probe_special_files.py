@@ -117,6 +117,8 @@ def says(text: str, kind: str) -> bool:
     "name", ["step_690/metadata.json", "step_690/hparams.yaml", "step_690/last.ckpt"]
 )
 def test_checkpoint_record_that_is_not_a_file(tmp_path: Path, name: str, kind: str) -> None:
+    """A checkpoint record that is a special file is a problem of its step, named by kind;
+    the other step and its versions are still read."""
     ws = make_workspace(tmp_path)
     make_special(ws / "checkpoints" / name, kind)
     value = run_probe("checkpoints", {"path": str(ws / "checkpoints")})["value"]
@@ -136,6 +138,8 @@ def test_checkpoint_record_that_is_not_a_file(tmp_path: Path, name: str, kind: s
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", KINDS)
 def test_environment_file_beside_the_checkpoints(tmp_path: Path, kind: str) -> None:
+    """A saved environment file that is a special file is a note naming it by kind; the
+    versions the checkpoints record are still read."""
     ws = make_workspace(tmp_path)
     make_special(ws / "checkpoints" / "pip-freeze.txt", kind)
     value = run_probe("checkpoints", {"path": str(ws / "checkpoints")})["value"]
@@ -151,6 +155,8 @@ def test_environment_file_beside_the_checkpoints(tmp_path: Path, kind: str) -> N
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", KINDS)
 def test_checksums_of_a_script_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
+    """A script to checksum that is a special file is refused with its kind and no hash; the
+    regular file beside it is hashed."""
     ws = make_workspace(tmp_path)
     bad = ws / "launch.sh"
     make_special(bad, kind)
@@ -165,6 +171,8 @@ def test_checksums_of_a_script_that_is_not_a_file(tmp_path: Path, kind: str) -> 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", KINDS)
 def test_script_patches_of_a_script_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
+    """A script named for patch reading that is a special file is an error of its entry, the
+    others still read; a directory is read for its ``*.py`` files instead."""
     ws = make_workspace(tmp_path)
     bad = ws / "patch_torch.py"
     make_special(bad, kind)
@@ -182,6 +190,8 @@ def test_script_patches_of_a_script_that_is_not_a_file(tmp_path: Path, kind: str
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", KINDS)
 def test_script_patches_glob_matching_a_special_file(tmp_path: Path, kind: str) -> None:
+    """A glob that matches a special file reports it by kind and still reads the real
+    scripts it matches."""
     ws = make_workspace(tmp_path)
     bad = ws / "patch_torch.py"
     make_special(bad, kind)
@@ -225,6 +235,8 @@ def _site(root: Path) -> Path:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", KINDS)
 def test_integrity_record_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
+    """A package's RECORD that is a special file makes the integrity check fail with the
+    kind named, not hang."""
     site = _site(tmp_path)
     make_special(site / "torch-2.11.0.dist-info" / "RECORD", kind)
     snippet = (
@@ -255,6 +267,8 @@ def test_pyenv_metadata_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
 
 @pytest.mark.timeout(200)
 def test_facts_on_a_workspace_full_of_special_files() -> None:
+    """``facts`` on a workspace planted with special files everywhere succeeds in bounded
+    time and memory: every probe returns its fact, and the problems are named."""
     root = Path(tempfile.mkdtemp(prefix="dflash-special-"))
     try:
         ws = make_workspace(root / "ws")

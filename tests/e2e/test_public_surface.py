@@ -20,6 +20,8 @@ from agent.graph.wiring import CHECKPOINT_TYPES
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
+    """Every name ``agent`` exports is listed in ``__all__`` and is the very object its home
+    module defines."""
     homes = agent._HOMES
     assert sorted([*(n for names in homes.values() for n in names), "__version__"]) == sorted(
         agent.__all__
@@ -31,6 +33,8 @@ def test_every_public_name_resolves_to_its_home() -> None:
 
 
 def test_star_import_gives_the_surface_and_nothing_unknown() -> None:
+    """``from agent import *`` gives every public name, and an unknown name is an
+    AttributeError, not a silent ``None``."""
     namespace: dict[str, object] = {}
     exec("from agent import *", namespace)
     assert set(agent.__all__) <= namespace.keys()
@@ -43,6 +47,8 @@ def test_star_import_gives_the_surface_and_nothing_unknown() -> None:
 
 
 def test_importing_the_package_loads_neither_the_graph_nor_pydantic() -> None:
+    """Importing ``agent`` loads none of langgraph, pydantic, structlog, paramiko or
+    torch."""
     code = (
         "import sys, agent; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
@@ -53,10 +59,13 @@ def test_importing_the_package_loads_neither_the_graph_nor_pydantic() -> None:
 
 
 def test_the_version_is_the_installed_distributions() -> None:
+    """``agent.__version__`` is the installed distribution's version."""
     assert agent.__version__ == importlib.metadata.version("dflash-doctor")
 
 
 def test_the_apply_error_is_in_the_one_tree() -> None:
+    """There is one ApplyError, the playbooks' own, and it is a DoctorError, so one except
+    clause catches every refusal."""
     from playbooks import ApplyError as from_playbooks
 
     assert agent.ApplyError is from_playbooks

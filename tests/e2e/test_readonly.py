@@ -104,6 +104,8 @@ def test_a_replay_key_is_not_a_pass(victim: Path) -> None:
 
 
 def test_refusal_names_what_is_allowed() -> None:
+    """A refused command is an error naming the target and the command, and listing what is
+    allowed there, with exit code 2."""
     guard = ReadOnlyTransport(open_target("local"), [probe_bundle(SPEC, ONLY)])
     with pytest.raises(ReadOnlyViolation) as info:
         guard.run(["rm", "-rf", "/nonexistent-dflash-doctor-test"])
@@ -114,6 +116,8 @@ def test_refusal_names_what_is_allowed() -> None:
 
 
 def test_nothing_registered_refuses_everything() -> None:
+    """A guard with nothing registered refuses every command, even ``true``, and says
+    nothing is allowed."""
     guard = ReadOnlyTransport(open_target("local"))
     with pytest.raises(ReadOnlyViolation, match=r"allowed: nothing"):
         guard.run(["true"])

@@ -147,6 +147,9 @@ def _transcript_text(path: Path) -> str:
 @pytest.mark.parametrize("place", [*PLACES, "command_line"])
 @pytest.mark.parametrize("kind", sorted(BY_KIND))
 def test_a_planted_secret_is_not_recorded(tmp_path: Path, kind: str, place: str) -> None:
+    """Each kind of secret, planted in a log line, a metadata value, a script or a command
+    line, is in neither the transcript nor the output returned; the text around it keeps its
+    shape."""
     planted = BY_KIND[kind]
     if place == "command_line":
         argv = ["echo", *_argv(planted)]  # as `ps` shows a command line

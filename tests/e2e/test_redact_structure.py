@@ -87,6 +87,9 @@ def _secrets_gone(text: str) -> None:
 
 
 def test_a_parsed_document_keeps_its_shape_and_loses_its_secrets() -> None:
+    """A parsed document loses its secrets but keeps its shape and stays JSON; one secret
+    becomes the same placeholder wherever it stood, and the harmless text around it
+    stays."""
     doc = _document()
     out = Redactor().any(doc)
     assert _shape(out) == _shape(doc)
@@ -217,6 +220,8 @@ def _with_secrets(draw: st.DrawFn) -> tuple[Any, list[str]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_with_secrets())
 def test_any_json_value_keeps_its_shape_and_never_its_secrets(case: tuple[Any, list[str]]) -> None:
+    """Any JSON value holding secrets keeps its shape and loses them, as a value and as the
+    bundle's printed line; redacting it again changes nothing."""
     value, secrets = case
     redactor = Redactor()
     out = redactor.any(value)
@@ -297,6 +302,9 @@ def _recorded(session: Path) -> str:
 
 @pytest.mark.parametrize("case", sorted(LOGS))
 def test_a_secret_in_the_console_log_fails_no_fact(tmp_path: Path, case: str) -> None:
+    """A secret in the console log fails no fact: every probe answers as for a harmless log,
+    the traceback is still counted, and the secret is in neither the output nor the session
+    files."""
     harmless = tmp_path / "harmless"
     harmless.mkdir()
     (harmless / "train_stdout.log").write_text("\n".join(HARMLESS) + "\n")

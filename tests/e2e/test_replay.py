@@ -43,6 +43,7 @@ def rewrite(path: Path, lines: list[str]) -> None:
 
 
 def test_replay_of_a_fresh_transcript_is_the_same(transcript: Path) -> None:
+    """Replaying a fresh transcript gives the same verdict with no differences."""
     result = cli("-q", "replay", str(transcript), "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
@@ -84,6 +85,8 @@ def test_a_changed_rule_is_a_readable_diff_and_exit_1(
     ids=["reordered", "deleted", "truncated", "bad-json", "wrong-version"],
 )
 def test_broken_transcripts_exit_2_saying_where(transcript: Path, mangle, why: str) -> None:  # type: ignore[no-untyped-def]
+    """A transcript reordered, cut, truncated, holding bad JSON or of another version is
+    refused in one line, exit 2, naming the file and what is wrong."""
     rewrite(transcript, mangle(transcript.read_text().splitlines(keepends=True)))
     result = cli("replay", str(transcript))
     assert result.returncode == 2
@@ -121,6 +124,8 @@ def test_unrecorded_command_is_exit_2(transcript: Path, tmp_path: Path) -> None:
 
 
 def test_report_renders_every_format(transcript: Path, tmp_path: Path) -> None:
+    """``report`` renders a transcript as Markdown, JSON and HTML with its verdict; an
+    unknown format exits 2."""
     for fmt in ("md", "json", "html"):
         out = tmp_path / f"r.{fmt}"
         result = cli("-q", "report", str(transcript), "--format", fmt, "--out", str(out))

@@ -39,6 +39,8 @@ class CrashingRule:
 
 
 def test_crash_then_resume_does_not_sweep_again(tmp_path: Path) -> None:
+    """A session that crashed in a rule resumes from its checkpoint without running the
+    sweep again, and reaches a verdict."""
     (tmp_path / "ws").mkdir()
     spec = SweepSpec.for_workspace(str(tmp_path / "ws"), interpreter=sys.executable)
     config = SessionConfig(command="diagnose", target="local", spec=spec)
@@ -98,6 +100,8 @@ def test_resume_cli_reports_a_finished_session_again(tmp_path: Path) -> None:
 
 
 def test_resume_unknown_session_is_one_line_exit_2() -> None:
+    """Resuming a session that does not exist, or an id that is a path, exits 2 saying
+    which."""
     result = cli("resume", "20990101-000000-abcd")
     assert result.returncode == 2
     assert "no session 20990101-000000-abcd" in result.stderr.decode()

@@ -68,12 +68,17 @@ def unit(path: Path) -> configparser.ConfigParser:
 
 
 def test_every_example_is_tested() -> None:
+    """Every file in examples/scheduling/ is one this module checks, so none goes
+    untested."""
     assert sorted(p.name for p in EXAMPLES.iterdir()) == sorted(
         p.name for p in (SERVICE, TIMER, CRON, CRONJOB)
     )
 
 
 def test_systemd_service_runs_the_health_command() -> None:
+    """The systemd service runs the installed health command as a oneshot, with its state
+    and report in the StateDirectory, the only place ProtectSystem=strict leaves
+    writable."""
     service = unit(SERVICE)
     assert service["Service"]["Type"] == "oneshot"
     # configparser keeps systemd's backslash continuations: join them back.
@@ -90,6 +95,8 @@ def test_systemd_service_runs_the_health_command() -> None:
 
 
 def test_systemd_timer_starts_the_service_nightly() -> None:
+    """The systemd timer starts the service nightly at 02:30 and is installed under
+    timers.target."""
     timer = unit(TIMER)
     assert timer["Timer"]["Unit"] == SERVICE.name
     assert timer["Timer"]["OnCalendar"] == "*-*-* 02:30:00"
@@ -146,10 +153,14 @@ def cron_schedule_ok(fields: list[str]) -> bool:
     ],
 )
 def test_cron_schedule_checker(schedule: str, ok: bool) -> None:
+    """The cron schedule checker accepts valid five-field schedules and rejects an
+    out-of-range value, a missing field and a word."""
     assert cron_schedule_ok(schedule.split()) is ok
 
 
 def test_cron_line_is_a_cron_d_entry_running_the_health_command() -> None:
+    """The cron example is one /etc/cron.d entry naming its user, running the health command
+    under ``flock`` so nights do not overlap, with the state directory and MAILTO set."""
     jobs = []
     env = {}
     for line in CRON.read_text().splitlines():
@@ -172,6 +183,9 @@ def test_cron_line_is_a_cron_d_entry_running_the_health_command() -> None:
 
 
 def test_kubernetes_cronjob_runs_the_health_command() -> None:
+    """The Kubernetes CronJob runs the health command without overlap or retries, with its
+    history and report on the persistent volume and its config and keys on mounted
+    volumes."""
     need(importlib.util.find_spec("yaml") is not None, "PyYAML", "pip install pyyaml")
     import yaml  # type: ignore[import-untyped, unused-ignore]
 

@@ -84,6 +84,7 @@ def test_binary_blob_round_trips_through_stdin(pct_target: Target) -> None:
 
 
 def test_stderr_is_kept_apart(pct_target: Target) -> None:
+    """Through ssh and pct, the command's stderr comes back apart from its stdout."""
     result = pct_target.run(["sh", "-c", "printf out; printf err >&2"])
     assert (result.stdout, result.stderr) == (b"out", b"err")
 

@@ -64,6 +64,8 @@ def run(tmp_path: Path, hooked: bool) -> tuple[dict[str, int], str]:
 def test_the_limit_reaches_the_worker_thread_only_with_the_hook(
     tmp_path: Path, hooked: bool
 ) -> None:
+    """Without the hook the worker thread compiles under torch's default limit of 8 and hits
+    it; with the hook the raised limit reaches the worker and nothing is hit."""
     seen, stderr = run(tmp_path, hooked)
     if not hooked:
         assert seen == {"worker": 8, "main": 64}, seen

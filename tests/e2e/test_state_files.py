@@ -94,6 +94,9 @@ REPLACEMENTS: dict[str, Callable[[Path], None]] = {
 def test_resume_refuses_a_state_file_that_is_not_one_and_keeps_the_rest(
     saved_session: tuple[Path, Path, str], name: str, how: str, said: str, answer: list[str]
 ) -> None:
+    """A session state file that is a FIFO, device, directory, garbage or corrupt makes
+    ``resume`` stop in one line naming it, whether continuing or approving, with the
+    session's files unchanged."""
     state, folder, sid = saved_session
     REPLACEMENTS[how](folder / name)
     before = digests(folder)
@@ -117,6 +120,8 @@ def test_resume_without_saved_graph_state_is_one_line(
 def test_report_out_refuses_a_fifo_and_an_existing_file_unless_forced(
     saved_session: tuple[Path, Path, str], tmp_path: Path
 ) -> None:
+    """``report --out`` refuses a FIFO, and an existing file unless ``--force`` is given;
+    nothing else is created beside them."""
     state, folder, _ = saved_session
     transcript = str(folder / "transcript.jsonl")
     pipe = tmp_path / "report.fifo"
@@ -171,6 +176,8 @@ def test_an_identity_file_that_is_no_key_is_one_line(
 def test_an_ssh_config_host_no_connection_can_use_is_one_line(
     tmp_path: Path, settings: str, said: str
 ) -> None:
+    """An ssh_config Host whose port or host name no connection can use is one line naming
+    the file, the Host and what is wrong."""
     config = tmp_path / "ssh_config"
     config.write_text("Host odd\n" + settings)
     line = one_line_refusal(

@@ -34,6 +34,8 @@ def text(fact: dict[str, Any]) -> str:
 
 
 def test_a_lone_surrogate_in_a_log_value_is_escaped_and_the_log_kept(tmp_path: Path) -> None:
+    """A lone surrogate in a train-log value is kept escaped, and neither the train-log fact
+    nor the checkpoints fact is lost to it."""
     write_run(tmp_path / "ws", '{"step": 800, "note": "\\ud800x"}')
     facts = gather(tmp_path / "ws", tmp_path / "state")
     assert facts["trainlog"]["error"] is None, facts["trainlog"]
@@ -42,6 +44,7 @@ def test_a_lone_surrogate_in_a_log_value_is_escaped_and_the_log_kept(tmp_path: P
 
 
 def test_a_lone_surrogate_in_a_key_is_escaped(tmp_path: Path) -> None:
+    """A lone surrogate in a train-log record's key is kept, escaped, in the fact."""
     write_run(tmp_path / "ws", '{"step": 800, "\\udfff": 1}')
     facts = gather(tmp_path / "ws", tmp_path / "state")
     assert "\\udfff" in text(facts["trainlog"])
@@ -49,6 +52,8 @@ def test_a_lone_surrogate_in_a_key_is_escaped(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["meta.json", "trainer_state.json"])
 def test_a_lone_surrogate_in_checkpoint_metadata_is_escaped(tmp_path: Path, name: str) -> None:
+    """A lone surrogate in a checkpoint's ``meta.json`` or ``trainer_state.json`` is kept
+    escaped, and the checkpoints fact still comes back."""
     write_run(tmp_path / "ws")
     step = tmp_path / "ws" / "checkpoints" / "step_200"
     (step / "meta.json").unlink()
@@ -59,6 +64,8 @@ def test_a_lone_surrogate_in_checkpoint_metadata_is_escaped(tmp_path: Path, name
 
 
 def test_a_file_name_that_is_not_utf8_is_named_with_its_byte(tmp_path: Path) -> None:
+    """A file name that is not UTF-8 is named with its byte escaped, and the train log
+    beside it is still read."""
     write_run(tmp_path / "ws")
     odd = os.path.join(bytes(tmp_path / "ws" / "checkpoints"), b"n\xff.txt")
     os.close(os.open(odd, os.O_CREAT))
@@ -68,6 +75,8 @@ def test_a_file_name_that_is_not_utf8_is_named_with_its_byte(tmp_path: Path) -> 
 
 
 def test_a_workspace_path_that_is_not_utf8_is_read(tmp_path: Path) -> None:
+    """A workspace whose path is not UTF-8 is read, and the fact names the path with its
+    bytes escaped."""
     ws = os.path.join(bytes(tmp_path), b"runs-\xe9t\xe9")
     write_run(Path(os.fsdecode(ws)))
     facts = gather(ws, tmp_path / "state")
@@ -93,6 +102,8 @@ def test_diagnose_and_health_of_a_workspace_whose_path_is_not_utf8(tmp_path: Pat
 
 
 def test_diagnose_and_health_run_to_their_end(tmp_path: Path) -> None:
+    """With surrogates in the log and an undecodable file name, ``diagnose`` and ``health``
+    run to a verdict with no traceback, and health can check the target."""
     write_run(tmp_path / "ws", '{"step": 800, "note": "\\ud800x", "\\udc80": 2}')
     os.close(os.open(os.path.join(bytes(tmp_path / "ws"), b"odd-\x80"), os.O_CREAT))
     state = tmp_path / "state"

@@ -97,6 +97,9 @@ def read() -> dict[str, Any]:
 def test_the_per_thread_answers_are_what_torch_does(
     fact: str, observed: dict[str, Any], read: dict[str, Any]
 ) -> None:
+    """Whether config overrides are per thread and the FX flag is process-wide, as read from
+    the sources, is what the installed torch does when run, and the answer cites its
+    evidence."""
     assert read[fact]["value"] is observed[fact], (read[fact], observed[fact])
     assert read[fact]["evidence"], read[fact]
 
@@ -104,6 +107,8 @@ def test_the_per_thread_answers_are_what_torch_does(
 def test_the_recompile_limit_is_the_one_dynamo_says_it_hit(
     observed: dict[str, Any], read: dict[str, Any]
 ) -> None:
+    """The recompile limit's name and default read from the sources are the ones dynamo
+    reports when the limit is hit."""
     answer = read["recompile_limit"]
     assert answer["value"] == observed["recompile_limit"]["name"], (answer, observed)
     assert answer["note"] == f"default {observed['recompile_limit']['value']}", answer
@@ -112,6 +117,8 @@ def test_the_recompile_limit_is_the_one_dynamo_says_it_hit(
 def test_flex_attention_warns_as_the_sources_say(
     observed: dict[str, Any], read: dict[str, Any]
 ) -> None:
+    """Whether flex_attention warns of its unfused path, and how often, is as the sources
+    say, and the quoted warning is the text torch prints."""
     answer, seen = read["flex_unfused_warning"], observed["flex_unfused_warning"]
     assert answer["value"] is (seen["count"] > 0), (answer, seen)
     assert (answer["note"] == "warned once per process") is (seen["count"] == 1), (answer, seen)

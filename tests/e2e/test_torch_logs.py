@@ -84,6 +84,9 @@ def read(path: Path) -> dict[str, Any]:
 
 
 def test_each_new_length_is_a_recompile_with_its_guard_failure(console: Path) -> None:
+    """Each new length up to the limit is a recompile of the compiled function, at its
+    definition, with the size it changed from and to and the console line of each guard
+    failure."""
     (score,) = [f for f in read(console)["recompiles"]["functions"] if f["function"] == "score"]
     assert (score["file"], score["line"]) == (str(console.parent / "train.py"), DEF_LINE)
     # Lengths 2..8 made entries 1..7 (the first length is the first compile); the ninth
@@ -100,6 +103,8 @@ def test_each_new_length_is_a_recompile_with_its_guard_failure(console: Path) ->
 
 
 def test_the_limit_warning_names_its_function_and_last_reason(console: Path) -> None:
+    """The recompile-limit warning is read with its limit, value, function and place, and
+    the last guard failure that pushed it over."""
     (hit,) = read(console)["limit_hits"]
     assert (hit["limit"], hit["value"], hit["function"]) == ("recompile_limit", LIMIT, "score")
     assert hit["where"] == f"{console.parent / 'train.py'}:{DEF_LINE}", hit
@@ -109,6 +114,8 @@ def test_the_limit_warning_names_its_function_and_last_reason(console: Path) -> 
 
 
 def test_the_graph_break_is_at_the_branch(console: Path) -> None:
+    """The graph break is placed at the data-dependent branch, with its file, line and
+    reason."""
     breaks = read(console)["graph_breaks"]
     (branch,) = [b for b in breaks["locations"] if b["line"] == BRANCH_LINE]
     assert branch["file"] == str(console.parent / "train.py"), branch

@@ -59,6 +59,8 @@ def fact(report: dict[str, Any], probe: str) -> Any:
 
 
 def test_the_console_records_each_recompile_with_its_size_guard(report: dict[str, Any]) -> None:
+    """The console's recompile records count each new length once, each with a size guard on
+    ``x`` that grew by one."""
     (score,) = [
         f
         for f in fact(report, "stdoutlog")["torch_logs"]["recompiles"]["functions"]
@@ -72,6 +74,8 @@ def test_the_console_records_each_recompile_with_its_size_guard(report: dict[str
 
 
 def test_the_structured_trace_holds_the_resumed_process_compiles(report: dict[str, Any]) -> None:
+    """The structured trace has one file per process: the first compiled once, the resumed
+    one recompiled at each new length, and both are read without failure."""
     traces = fact(report, "torch_trace")["traces"]
     assert len(traces) == 2, [t["path"] for t in traces]  # one file per process
     scores = [f for t in traces for f in t["functions"] if f["function"] == "score"]
@@ -81,6 +85,8 @@ def test_the_structured_trace_holds_the_resumed_process_compiles(report: dict[st
 
 
 def test_the_churn_is_named_from_torchs_own_lines(report: dict[str, Any]) -> None:
+    """Dataset shape churn is verified from torch's own lines: the count of distinct sizes
+    it recompiled for, and the tensor size mismatch behind them."""
     churn = [h for h in report["hypotheses"] if h["kind"] == "dataset_shape_churn"]
     assert churn and churn[0]["status"] == "verified", explain(report)
     said = [c["text"] for c in churn[0]["claims"]]
@@ -117,6 +123,8 @@ def ranked(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_each_ranks_trace_is_read_as_that_ranks(
     ranked: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """Each rank's structured trace is read as that rank's: only rank 1 recompiled, and the
+    churn claim names rank 1's trace."""
     report = diagnose(ranked, tmp_path_factory.mktemp("state"))
     traces = fact(report, "torch_trace")["traces"]
     by_rank = {t["rank"]: t for t in traces}

@@ -160,6 +160,8 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Recording:
 def test_a_good_transcript_replays_0_signed_by_this_installation(
     recording: Recording, tmp_path: Path
 ) -> None:
+    """An untouched transcript replays with exit 0, saying it is sealed and signed by this
+    installation with the key id, and passes ``--require-signature``."""
     path = recording.copy(tmp_path)
     result = doctor("replay", str(path), state=recording.state)
     assert result.returncode == 0, result.stderr
@@ -197,6 +199,8 @@ def _race_for_the_key(state: str) -> str:
 
 
 def test_processes_starting_at_once_agree_on_one_key(tmp_path: Path) -> None:
+    """Processes creating the installation key at once all end with the same key, and no
+    stray temporary files are left beside it."""
     with multiprocessing.get_context("spawn").Pool(6) as pool:
         ids = pool.map(_race_for_the_key, [str(tmp_path)] * 12)
     assert len(set(ids)) == 1
@@ -284,6 +288,8 @@ def test_what_no_key_can_check_is_said_and_can_be_required(
 def test_a_transcript_signed_by_another_installation_is_reported(
     recording: Recording, tmp_path: Path
 ) -> None:
+    """A transcript signed by another installation replays, saying the signature was not
+    checked and whose key signed it; ``--require-signature`` refuses it."""
     other = tmp_path / "other"
     other_id = installation_key(other / "dflash-doctor").key_id
     assert other_id != recording.key_id
@@ -338,6 +344,8 @@ def test_report_says_whose_signature_it_could_not_check_and_can_require_one(
 def test_a_forged_event_appended_with_the_right_prev_is_exit_2(
     recording: Recording, tmp_path: Path
 ) -> None:
+    """A forged event appended after the seal, even correctly chained, is refused; put
+    before the seal with its digests recomputed, the HMAC refutes it."""
     path = recording.copy(tmp_path)
     lines = read_lines(path)
     last_event = json.loads(lines[-2])
@@ -404,6 +412,8 @@ def _edit_seal(field: str, value: object) -> Any:
 def test_an_edit_of_the_last_lines_is_exit_2(
     recording: Recording, tmp_path: Path, edit: Any, why: str
 ) -> None:
+    """Any edit to the last event or to the seal (its count, digest, time, HMAC, bytes or
+    fields) is refused in one line naming the seal's line and why."""
     path = recording.copy(tmp_path)
     lines = read_lines(path)
     write_lines(path, edit(lines))
@@ -422,6 +432,8 @@ def test_an_edit_of_the_last_lines_is_exit_2(
 def test_a_cut_transcript_is_exit_2(
     recording: Recording, tmp_path: Path, cut: Any, why: str
 ) -> None:
+    """A transcript cut at its end reads as not sealed, one missing a middle line as a
+    broken chain; replay and report both refuse it naming the file."""
     path = recording.copy(tmp_path)
     write_lines(path, cut(read_lines(path)))
     refused(doctor("replay", str(path), state=recording.state), str(path), why)
@@ -432,6 +444,8 @@ def test_a_cut_transcript_is_exit_2(
 
 
 def test_a_key_file_others_can_read_is_refused(recording: Recording, tmp_path: Path) -> None:
+    """A transcript key readable by others is refused, naming its mode; a session stops
+    before its first command, and the key's mode is left as found."""
     state = recording.state_with_key(tmp_path / "state")
     key = state / "dflash-doctor" / "transcript.key"
     key.chmod(0o644)
@@ -460,6 +474,8 @@ def test_a_key_file_that_is_a_symlink_is_refused(recording: Recording, tmp_path:
 def test_a_key_of_the_wrong_length_is_refused(
     recording: Recording, tmp_path: Path, size: int
 ) -> None:
+    """A key file that is empty, short or long is refused, saying how many bytes it
+    holds."""
     state = recording.state_with_key(tmp_path / "state")
     key = state / "dflash-doctor" / "transcript.key"
     key.write_bytes(os.urandom(size))
@@ -471,6 +487,8 @@ def test_a_key_of_the_wrong_length_is_refused(
 
 
 def test_a_key_that_is_a_directory_or_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    """A key that is a directory or a FIFO is refused as not a regular file, without
+    blocking."""
     for kind, make in (("a directory", os.mkdir), ("a FIFO", os.mkfifo)):
         state = tmp_path / kind.split()[-1]
         (state / "dflash-doctor").mkdir(parents=True)
@@ -496,6 +514,8 @@ time.sleep(600)
 def test_a_writer_killed_before_close_leaves_a_transcript_that_reads_as_not_sealed(
     tmp_path: Path,
 ) -> None:
+    """A writer killed before closing leaves a transcript refused as not sealed, whose chain
+    is still whole, so its session can resume and seal it."""
     path = tmp_path / "killed.jsonl"
     with subprocess.Popen(
         [sys.executable, "-c", KILLED_WRITER, str(path)],
@@ -521,6 +541,8 @@ def test_a_writer_killed_before_close_leaves_a_transcript_that_reads_as_not_seal
 
 
 def test_a_resumed_session_is_sealed_again_over_all_of_it() -> None:
+    """A resumed session's transcript is unsealed while it runs, then sealed once over all
+    its events, old and new, under the same session."""
     session = Session.create(SessionConfig(command="exec", target="local"))
     session.record({"type": "note", "n": 0})
     session.close()
@@ -593,6 +615,7 @@ def test_a_line_separator_inside_a_string_does_not_end_a_line(tmp_path: Path) ->
 
 
 def test_only_the_writer_writes_a_seal_or_a_header(tmp_path: Path) -> None:
+    """A caller cannot write a seal or header event; only the writer makes them."""
     writer = TranscriptWriter(tmp_path / "t.jsonl", {})
     for kind in ("seal", "header"):
         with pytest.raises(ValueError, match="only the writer writes one"):

@@ -46,6 +46,8 @@ def test_an_optimizer_step_under_dynamos_disable_is_not_compiled_code() -> None:
 
 
 def test_flex_attention_past_the_recompile_limit_is_its_eager_path() -> None:
+    """flex_attention's math path under DisableContext, below a compiled frame: the thread runs
+    attention eagerly, the fallback taken past the recompile limit, not compiling."""
     frames = stack(
         ("_math_attention_inner", SITE + "torch/_higher_order_ops/flex_attention.py"),
         ("math_attention", SITE + "torch/_higher_order_ops/flex_attention.py"),
@@ -61,6 +63,8 @@ def test_flex_attention_past_the_recompile_limit_is_its_eager_path() -> None:
 
 
 def test_dynamo_converting_a_frame_is_compiling() -> None:
+    """dynamo's InstructionTranslator converting a frame under ``_compile``: compiling, not running
+    the model."""
     frames = stack(
         ("InstructionTranslator.run", SITE + "torch/_dynamo/symbolic_convert.py"),
         ("_compile", SITE + "torch/_dynamo/convert_frame.py"),
@@ -73,6 +77,7 @@ def test_dynamo_converting_a_frame_is_compiling() -> None:
 
 
 def test_inductor_lowering_is_compiling() -> None:
+    """Inductor lowering a graph (GraphLowering.run under compile_fx_inner): compiling too."""
     frames = stack(
         ("GraphLowering.run", SITE + "torch/_inductor/graph.py"),
         ("compile_fx_inner", SITE + "torch/_inductor/compile_fx.py"),

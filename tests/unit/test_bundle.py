@@ -154,11 +154,15 @@ def test_unconfigured_probes_are_skipped_without_a_trip() -> None:
 
 
 def test_unknown_probe_is_a_usage_error() -> None:
+    """A misspelt probe name among those asked for is refused as a usage error when the plan is
+    built."""
     with pytest.raises(UsageError, match="unknown probe"):
         build_plan(SweepSpec(), only=["gpus", "gpu"])
 
 
 def test_missing_interpreter_fails_every_probe_with_the_reason() -> None:
+    """An interpreter that does not exist on the target fails every probe asked for as bundle_failed
+    (exit 127), each saying it was not found."""
     result = sweep(
         LocalTransport(), SweepSpec(interpreter="/nonexistent/python3"), only=["host", "gpus"]
     )
@@ -265,6 +269,8 @@ def fake_result(doc: object, rc: int = 0) -> CommandResult:
 
 
 def test_value_not_in_the_declared_shape_is_malformed() -> None:
+    """A value that does not fit its probe's declared shape is a malformed result naming the
+    offending field, not a fact."""
     plan = build_plan(SweepSpec(), only=["host"])
     doc = {
         "format": 1,
@@ -293,6 +299,8 @@ def test_value_not_in_the_declared_shape_is_malformed() -> None:
     ],
 )
 def test_bundle_level_failures(doc: dict[str, object], needle: str) -> None:
+    """A failure of the whole bundle (a Python too old, an unknown output format, no result for the
+    probe) becomes the probe's error, with the reason in its text."""
     plan = build_plan(SweepSpec(), only=["gpus"])
     r = parse_output(fake_result(doc), plan)["gpus"]
     assert not r.ok and needle in (r.error_text or "")

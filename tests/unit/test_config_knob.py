@@ -23,6 +23,9 @@ JSON = """{\n  "lr": 0.001,\n  "compile.recompile_limit": 8,\n  "steps": 40\n}\n
 
 
 def test_the_words_that_name_config_files() -> None:
+    """Config files on a launch line are found however they are passed (an option's value,
+    ``--opt=path``, a bare name, any case of extension) and resolved against the workspace; a name
+    built from a shell variable is not one."""
     words = [
         "exec",
         "python",
@@ -47,6 +50,8 @@ def test_the_words_that_name_config_files() -> None:
 def test_a_limit_set_in_each_format_is_found_and_changed_as_the_parser_reads_it(
     text: str, key: str, load: object, path: tuple[str, ...]
 ) -> None:
+    """In TOML, YAML and JSON the recompile-limit setting is found with its line and value's span;
+    writing a new number there changes what the format's own parser reads, and nothing else."""
     ((found, value, line, (start, end)),) = setting_lines(text, KEY)
     assert (found, value) == (key, 8)
     assert text.splitlines()[line - 1].strip().startswith((key, f'"{key}"'))
@@ -63,10 +68,14 @@ def test_a_limit_set_in_each_format_is_found_and_changed_as_the_parser_reads_it(
     ["recompile_limit = 8.5", "recompile_limit = eight", "# recompile_limit = 8", "x = 8"],
 )
 def test_what_is_not_a_whole_number_setting_is_not_a_knob(line: str) -> None:
+    """A fractional or spelt-out value, a commented-out line or another key is no knob to offer
+    changing."""
     assert setting_lines(line + "\n", KEY) == []
 
 
 def test_found_only_in_regular_files_inside_the_workspace(tmp_path: Path) -> None:
+    """Only regular files inside the workspace are searched: a file outside it, a directory and a
+    missing path are passed over; the change rewrites just the value."""
     ws = tmp_path / "ws"
     (ws / "conf").mkdir(parents=True)
     (ws / "conf" / "a.toml").write_text(TOML)
@@ -90,6 +99,8 @@ def test_found_only_in_regular_files_inside_the_workspace(tmp_path: Path) -> Non
 
 
 def test_the_trainers_own_option_is_found_as_its_code_spells_it(tmp_path: Path) -> None:
+    """A trainer's own command-line option for the limit is found in the module that declares it,
+    spelt as its code spells it; an option by another name is not taken for it."""
     (tmp_path / "opts.py").write_text(
         'def add(p):\n    p.add_argument("--dynamo-cache-size-limit", type=int)\n'
     )

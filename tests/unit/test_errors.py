@@ -58,6 +58,9 @@ def test_foreign_exception_is_mapped(
     mapped: type[errors.TransportError],
     text: str,
 ) -> None:
+    """Each library exception met while opening the SSH connection becomes its TransportError
+    subclass: one line, starting with the target's address, keeping the cause's text."""
+
     def fail(self: Connection) -> None:
         raise raised
 

@@ -76,6 +76,8 @@ def over(null: Ref, n: Ref, text: Ref) -> list[object]:
 
 
 def test_every_predicate_on_a_null_is_unverifiable() -> None:
+    """Every predicate with a null operand is unverifiable: a value nobody observed neither holds
+    nor fails."""
     ledger = Ledger()
     preds = over(*refs(ledger))
     assert {type(p) for p in preds} == set(PREDICATES)
@@ -105,6 +107,8 @@ def test_every_predicate_on_a_null_is_unverifiable() -> None:
 def test_observed_empty_decides_unobserved_does_not(
     path: str, predicate: type[Exists] | type[Absent], outcome: str
 ) -> None:
+    """An observed zero, empty list or False decides Exists and Absent; a missing key or a null does
+    not, and the verdict names the fact and says which it was."""
     ledger = Ledger()
     fid = ledger.append(Fact(probe="p", target="local", value=VALUES)).id
     verdict = check(Claim(predicate=predicate(a=Ref(fact=fid, path=(path,)))), ledger)
@@ -153,6 +157,8 @@ SOURCE_OK = {"binds_check_at_wrap": {"value": True}, "holds_compiling_flag": {"v
 def test_the_fx_race_without_the_trainers_torch_is_open_not_refuted(
     tmp_path: Path, torch: str | None, source: dict[str, object] | None, status: str
 ) -> None:
+    """The FX-trace race stays open (unverifiable) when the probed interpreter has no torch; only
+    torch_source observing that the wrappers do not bind the check refutes it."""
     ledger = Ledger()
     log = fx_log(tmp_path, ledger)
     env = ledger.append(pyenv(torch))

@@ -23,6 +23,7 @@ def fact(**kw: object) -> Fact:
 
 
 def test_facts_are_frozen() -> None:
+    """A fact cannot be edited once made: what was observed stays as observed."""
     with pytest.raises(ValidationError):
         fact().probe = "other"  # type: ignore[misc]
 
@@ -36,11 +37,13 @@ def test_same_observation_same_id_whenever_it_was_made() -> None:
 
 
 def test_different_observation_different_id() -> None:
+    """Two observations that differ in value get different ids, so a claim cites exactly one."""
     ledger = Ledger()
     assert ledger.append(fact()).id != ledger.append(fact(value={"v": "2.11.0"})).id
 
 
 def test_identical_fact_is_stored_once() -> None:
+    """The same observation appended twice is one entry: the ledger does not fill with repeats."""
     ledger = Ledger()
     ledger.append(fact())
     ledger.append(fact())
@@ -59,6 +62,7 @@ def test_ids_grow_only_on_prefix_collision() -> None:
 
 
 def test_ledger_persists_and_reloads(tmp_path: Path) -> None:
+    """A ledger reopened from its file holds the same facts, in order, under the same ids."""
     path = tmp_path / "ledger.jsonl"
     ledger = Ledger(path)
     stored = [ledger.append(fact(value=n)) for n in range(5)]
@@ -83,6 +87,7 @@ def test_edited_ledger_line_is_rejected(tmp_path: Path) -> None:
 
 
 def test_garbage_ledger_line_is_rejected(tmp_path: Path) -> None:
+    """A line of the ledger file that is not a fact stops the load, naming the file and line."""
     path = tmp_path / "ledger.jsonl"
     path.write_text('{"probe": 1}\n')
     with pytest.raises(LedgerError, match=r"ledger.jsonl:1: not a fact"):
@@ -90,6 +95,7 @@ def test_garbage_ledger_line_is_rejected(tmp_path: Path) -> None:
 
 
 def test_unknown_fact_id() -> None:
+    """Asking for an id the ledger never stored is an error that names the id."""
     with pytest.raises(LedgerError, match="no fact 'F-0000'"):
         Ledger().get("F-0000")
 

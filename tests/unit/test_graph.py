@@ -127,6 +127,8 @@ def test_every_claim_failing_without_a_speed_is_insufficient_evidence() -> None:
 
 
 def test_insufficient_evidence_when_a_needed_fact_failed() -> None:
+    """A rule whose claim cites a failed probe's fact cannot decide: the verdict is insufficient
+    evidence, naming 'checkpoints' as what is missing."""
     doc, gatherer = doctor({"stdout_log": {"count": 0}})
     # 'checkpoints' could not be observed: the rule's claim cites a failed fact.
     doc.ledger.append(Fact(probe="checkpoints", target="local", error="permission denied"))
@@ -164,6 +166,8 @@ def test_insufficient_evidence_when_a_needed_fact_failed() -> None:
 
 
 def test_health_graph_has_no_fix_path() -> None:
+    """A graph built with fixes=False has no node that plans, approves, applies or confirms a
+    fix."""
     doc, _ = doctor({"stdout_log": {"count": 3}, "checkpoints": {"count": 0}})
     graph = build_graph(doc.rules, fixes=False)
     assert not {"plan_fix", "approve", "apply", "confirm"} & set(graph.get_graph().nodes)

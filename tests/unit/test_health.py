@@ -68,6 +68,8 @@ def result(label: str, status: str) -> TargetResult:
     ],
 )
 def test_exit_code_and_its_precedence(statuses: list[str], code: int) -> None:
+    """Exit 0 when every target is healthy, 1 when any regressed, 2 when one could not be checked or
+    there were none; a regression outranks 'could not check', and the reason says so."""
     got, why = exit_code([result(f"t{i}", s) for i, s in enumerate(statuses)])
     assert got == code
     if "could_not_check" in statuses:
@@ -128,6 +130,8 @@ def test_a_hung_target_is_could_not_check_at_its_limit_and_the_rest_go_on() -> N
 
 
 def test_not_checked_has_one_case_per_family() -> None:
+    """A target that could not be reached still reports one case per check (sweep, throughput,
+    symptoms, applies, each family), the sweep's carrying the error."""
     r = not_checked(target(), NOW, 1.0, "ConnectError: refused")
     assert [c.name for c in r.checks] == [
         "sweep",
@@ -148,6 +152,8 @@ def write_profile(path: Path) -> Path:
 
 
 def test_all_targets_with_one_baseline_and_an_override(tmp_path: Path) -> None:
+    """Every target of the profile file is planned with the default baseline, except one given its
+    own; the profile's workspace and the interpreter asked for are kept."""
     config = str(write_profile(tmp_path / "doctor.toml"))
     planned = plan_targets(
         all_targets=True, baselines=["good", "gpu-b=good-b"], config=config, interpreter="py3"
@@ -160,6 +166,8 @@ def test_all_targets_with_one_baseline_and_an_override(tmp_path: Path) -> None:
 
 
 def test_uri_targets_take_workspace_and_are_labelled_by_uri() -> None:
+    """Targets given as URIs are labelled by their URI and searched in the given workspace, with no
+    train log assumed."""
     planned = plan_targets(
         ["local", "ssh://root@h:2222/pct:200"], baselines=["good"], workspace="/ws"
     )
@@ -181,6 +189,8 @@ def test_uri_targets_take_workspace_and_are_labelled_by_uri() -> None:
 def test_target_and_baseline_mistakes_stop_the_run(
     kwargs: dict[str, Any], message: str | None
 ) -> None:
+    """Naming targets and --all, a target twice, a baseline for an unknown target, or two default
+    baselines stops the run as a usage error; a per-target baseline is accepted."""
     if message is None:
         assert plan_targets(**kwargs)[0].baseline == "g"
         return
@@ -189,12 +199,16 @@ def test_target_and_baseline_mistakes_stop_the_run(
 
 
 def test_unknown_profile_name_stops_the_run(tmp_path: Path) -> None:
+    """A target name the profile file does not define stops the run with a config error naming
+    it."""
     config = str(write_profile(tmp_path / "doctor.toml"))
     with pytest.raises(ConfigError, match="no target 'gpu-z'"):
         plan_targets(["gpu-z"], baselines=["good"], config=config)
 
 
 def test_health_graph_has_no_fix_path() -> None:
+    """The health check's graph gathers, diffs against the baseline, verifies and reports, and has
+    no node that could plan or apply a fix."""
     nodes = set(build_graph(default_rules(), fixes=False).get_graph().nodes)
     assert not nodes & {"plan_fix", "approve", "apply", "confirm"}
     assert {"gather", "diff_baseline", "verify", "report"} <= nodes
@@ -341,6 +355,9 @@ def test_a_target_whose_interpreter_is_missing_is_could_not_check(tmp_path: Path
 
 
 def test_a_check_that_raises_is_reported_not_waited_for() -> None:
+    """A check that raises makes its target 'could not check' with the error as the reason, at once;
+    the other targets are still checked."""
+
     def check(t: HealthTarget, deadline: float, cancel: Cancel) -> TargetResult:
         if t.label == "bad":
             raise RuntimeError("boom")

@@ -296,6 +296,8 @@ LEGACY = {
 def test_a_line_without_a_workspace_is_read_but_kept_out_of_every_workspaces_trend(
     now_ws: Path, machine: Path
 ) -> None:
+    """A history line written before entries recorded their workspace is still read, but it joins no
+    workspace's trend or 'since' count."""
     history = HealthHistory(machine / "history")
     history.root.mkdir(parents=True)
     history.history_path.write_text(json.dumps(LEGACY) + "\n")
@@ -410,6 +412,8 @@ def test_a_target_without_a_baseline_of_its_own_is_derived(tmp_path: Path) -> No
 def test_a_global_option_is_accepted_after_any_command_name(
     name: str, option: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Quiet, verbose and JSON-logging options are accepted after any command's name, and each
+    command's help lists them."""
     code, out, err = run_cli([name, option, "--help"], monkeypatch, capsys)
     assert (code, err) == (0, "")
     assert re.search(rf"(^|[\s,]){re.escape(option)}\b", out), out
@@ -519,6 +523,8 @@ ALTERED: list[tuple[str, str, Callable[[str], str], str]] = [
 
 
 def test_the_oracle_finds_nothing_in_outputs_that_agree(outputs: dict[str, str]) -> None:
+    """Outputs written by one health run agree with each other: the oracle reports no mismatch, so
+    its findings on altered copies are real."""
     assert mismatches(outputs) == []
 
 

@@ -136,6 +136,8 @@ def sample_run(at: datetime = T0) -> HealthRun:
 
 
 def test_json_round_trips() -> None:
+    """The JSON report reads back into the same run, states its format version, and keeps each
+    line's cited fact ids."""
     run = sample_run()
     again = HealthRun.model_validate_json(run.model_dump_json())
     assert again == run
@@ -145,6 +147,9 @@ def test_json_round_trips() -> None:
 
 
 def test_junit_validates_against_the_shipped_schema() -> None:
+    """The JUnit file passes the shipped XSD even with XML-hostile target names and control
+    characters: one suite per target, one case per check, the regression a failure citing each fact
+    once, the unreachable target an error."""
     need(
         importlib.util.find_spec("xmlschema") is not None,
         "xmlschema",
@@ -186,6 +191,9 @@ def test_schema_rejects_what_dashboards_would_not_read() -> None:
 
 
 def test_prometheus_textfile_parses_and_carries_the_flags() -> None:
+    """The Prometheus textfile parses with prometheus_client and carries per-target regression,
+    status, speed, step age, 'since' and exit-code series; an unreachable target gets no family
+    flags, since nothing was decided about it."""
     need(
         importlib.util.find_spec("prometheus_client") is not None,
         "prometheus_client",
@@ -228,6 +236,9 @@ def test_prometheus_textfile_parses_and_carries_the_flags() -> None:
 
 
 def test_markdown_has_the_fleet_table_trend_and_cited_verdicts() -> None:
+    """The Markdown report opens with the fleet's tally, gives each target a row with status, since,
+    figures with citations and a sparkline, links the trend chart, and lists cited verdicts and the
+    facts' commands."""
     text = health_markdown.render(sample_run(), {"gpu-a": "trend-gpu-a.svg"})
     assert text.startswith("# dflash-doctor health: 1 regressed, 1 could not check, 1 healthy")
     row = next(line for line in text.splitlines() if line.startswith("| `gpu-a`"))
@@ -250,10 +261,14 @@ def test_markdown_has_the_fleet_table_trend_and_cited_verdicts() -> None:
     ],
 )
 def test_sparkline(values: list[float | None], line: str) -> None:
+    """A sparkline scales values from lowest to highest, shows a flat series mid-height, marks
+    unread nights with a dot, and is empty with nothing read."""
     assert sparkline(values) == line
 
 
 def test_svg_chart_breaks_at_gaps_and_parses() -> None:
+    """The SVG trend parses, its line breaks where a night has no figure rather than bridging it,
+    and its title gives the latest figure and the number of runs."""
     points = [
         TrendPoint(run=f"r{i}", at=T0 + timedelta(days=i), status="healthy", tokens_per_s=v)
         for i, v in enumerate([12800.0, 12750.0, None, 4300.0, 4310.0])
@@ -266,6 +281,8 @@ def test_svg_chart_breaks_at_gaps_and_parses() -> None:
 
 
 def test_write_puts_every_format_in_the_directory(tmp_path: Path) -> None:
+    """Writing the formats puts each file, and the trend chart the Markdown links, in the output
+    directory, leaving no temporary file behind."""
     written = write(sample_run(), ["json", "junit", "md", "prom"], tmp_path / "out")
     names = sorted(p.name for p in written)
     assert names == sorted([*FILES.values(), trend_name("gpu-a")])
@@ -274,6 +291,8 @@ def test_write_puts_every_format_in_the_directory(tmp_path: Path) -> None:
 
 
 def test_trend_names_are_safe_and_distinct() -> None:
+    """A trend chart's file name is made safe from a URI, and two target names that would sanitise
+    alike still get different files."""
     assert trend_name("ssh://root@h:22/pct:200").startswith("trend-ssh_root_h_22_pct_200-")
     assert trend_name("a/b") != trend_name("a_b")
 
@@ -313,6 +332,8 @@ def test_history_answers_since_when(tmp_path: Path) -> None:
 
 
 def test_history_skips_a_damaged_line(tmp_path: Path) -> None:
+    """A half-written line in the history file is skipped; the runs recorded around it are still
+    read."""
     history = HealthHistory(tmp_path)
     r = target_result("gpu-a", "healthy", T0, checks=checks())
     history.record(run_of(r, "run0"))
@@ -323,6 +344,8 @@ def test_history_skips_a_damaged_line(tmp_path: Path) -> None:
 
 
 def test_a_status_change_starts_a_new_streak(tmp_path: Path) -> None:
+    """A healthy night after a regressed one starts a new streak: 'since' is tonight, one run
+    long."""
     history = HealthHistory(tmp_path)
     history.record(run_of(target_result("gpu-a", "regressed", T0), "run0"))
     now = target_result("gpu-a", "healthy", T0 + timedelta(days=1))
@@ -347,6 +370,8 @@ def run_of(result: TargetResult, run: str) -> HealthRun:
 def test_annotating_a_run_reads_the_history_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Annotating every target of a run reads the history file once, not once per target, and each
+    still gets its streak and trend."""
     history = HealthHistory(tmp_path)
     history.record(sample_run(T0))
     reads = 0

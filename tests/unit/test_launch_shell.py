@@ -65,6 +65,9 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_a_flag_is_added_without_changing_what_the_shell_does(tree: Path) -> None:
+    """Adding a flag to the exec line gives the trainer the same argv plus the flag: arguments,
+    substitutions, globs, quoting, redirections and comments keep their meaning, and adding it again
+    changes nothing."""
     before = run_launch(tree, LAUNCH, "--lr", "1e-4")
     edited = with_flag(LAUNCH, "launch.sh", "--compile-lock")
     after = run_launch(tree, edited, "--lr", "1e-4")
@@ -89,12 +92,16 @@ def test_a_flag_is_added_without_changing_what_the_shell_does(tree: Path) -> Non
 
 
 def test_a_flags_value_is_replaced_in_place(tree: Path) -> None:
+    """Setting a flag the line already passes replaces its value where it stands; the rest of the
+    line is untouched."""
     edited = with_flag(LAUNCH, "launch.sh", "--workers", "processes")
     assert run_launch(tree, edited)["argv"][:2] == ["--workers", "processes"]
     assert "data/*.json" in edited and "$(echo 3)" not in edited
 
 
 def test_pythonpath_is_extended_not_replaced(tree: Path) -> None:
+    """PYTHONPATH is extended with the hook's directory, keeping the trainer's own entries, and gets
+    no empty entry when the environment had none; the edit is idempotent."""
     hook = str(tree / "hook dir")
     edited = with_env(LAUNCH, "launch.sh", {"PYTHONPATH": hook, "HOOK": "1"})
     got = run_launch(tree, edited, env={"PYTHONPATH": "/the/trainers/own"})
@@ -106,6 +113,8 @@ def test_pythonpath_is_extended_not_replaced(tree: Path) -> None:
 
 
 def test_an_assignment_on_the_line_is_extended_with_its_own_text(tree: Path) -> None:
+    """A PYTHONPATH set on the exec line itself is extended with its own text, and another variable
+    set there is replaced."""
     text = 'exec env PYTHONPATH="$PWD/lib" X=old "$PY" trainer.py\n'
     edited = with_env(text, "launch.sh", {"PYTHONPATH": "/hook", "X": "new"})
     got = run_launch(tree, edited)
@@ -123,6 +132,8 @@ def test_an_assignment_on_the_line_is_extended_with_its_own_text(tree: Path) -> 
     ],
 )
 def test_a_line_that_cannot_be_edited_safely_is_refused_saying_why(line: str, why: str) -> None:
+    """An exec line the editor cannot read safely (a here-document, an unterminated quote or
+    substitution, a bare redirection) is refused, in one line that says why."""
     with pytest.raises(ApplyError, match="cannot edit its exec line") as caught:
         with_flag("#!/bin/sh\n" + line, "launch.sh", "--x")
     assert why in str(caught.value)
@@ -130,6 +141,8 @@ def test_a_line_that_cannot_be_edited_safely_is_refused_saying_why(line: str, wh
 
 
 def test_the_words_are_read_as_the_shell_splits_them() -> None:
+    """The exec line's words are split as the shell splits them: quoted words whole, substitutions
+    and globs kept as written."""
     assert exec_words(LAUNCH, "launch.sh") == [
         "exec",
         "$PY",

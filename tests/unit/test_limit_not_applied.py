@@ -52,6 +52,8 @@ def hypotheses(tmp_path: Path, script: str, warning: str | None) -> tuple[Ledger
 def test_a_limit_set_in_the_main_thread_and_hit_at_the_default_is_verified(
     tmp_path: Path,
 ) -> None:
+    """A limit raised in the main thread of a script that starts threads, with torch warning it hit
+    its default: verified, citing the script's line and the line that starts a thread."""
     _, (found,) = hypotheses(tmp_path, MAIN_SETS.format(value=64), texts.RECOMPILE_LIMIT)
     assert found.status == "verified", found
     said = [v.sentence for v in found.verdicts]
@@ -71,6 +73,8 @@ def test_a_limit_set_in_the_main_thread_and_hit_at_the_default_is_verified(
     ],
 )
 def test_what_refutes_it(tmp_path: Path, value: int, warning: str | None, fails: str) -> None:
+    """Torch's warning naming the script's own value, a script that sets torch's default, or no
+    warning at all: not verified, and each failing claim is the one that says so."""
     _, (found,) = hypotheses(tmp_path, MAIN_SETS.format(value=value), warning)
     assert found.status != "verified", found
     failing = [v.sentence for v in found.verdicts if v.outcome != "holds"]
@@ -78,5 +82,7 @@ def test_what_refutes_it(tmp_path: Path, value: int, warning: str | None, fails:
 
 
 def test_a_script_that_sets_no_limit_is_not_this_family(tmp_path: Path) -> None:
+    """A script that sets no recompile limit proposes nothing from this family, even with torch's
+    warning in the console."""
     _, found = hypotheses(tmp_path, "import torch\n", texts.RECOMPILE_LIMIT)
     assert found == []

@@ -42,17 +42,22 @@ def plain(with_bytes: bool) -> st.SearchStrategy[Any]:
 @settings(max_examples=300, derandomize=True)
 @given(data=st.data(), protocol=st.integers(min_value=0, max_value=pickle.HIGHEST_PROTOCOL))
 def test_plain_values_come_back_equal(data: st.DataObject, protocol: int) -> None:
+    """Any plain value pickle writes comes back equal at every protocol (bytes from protocol 3 on,
+    where they are data rather than a call)."""
     # Below protocol 3 pickle writes bytes as a call (_codecs.encode): not plain data.
     value = data.draw(plain(with_bytes=protocol >= 3))
     assert plain_pickle.loads(pickle.dumps(value, protocol=protocol)) == value
 
 
 def test_bytes_at_protocol_2_are_a_call_and_refused() -> None:
+    """Bytes pickled at protocol 2 are written as a call to a global: refused, naming the opcode."""
     with pytest.raises(Refused, match="opcode GLOBAL"):
         plain_pickle.loads(pickle.dumps(b"x", protocol=2))
 
 
 def test_shared_references_stay_shared() -> None:
+    """A list referenced twice in the pickle comes back as one list referenced twice, as pickle
+    itself would return it."""
     inner = [1, 2]
     back = plain_pickle.loads(pickle.dumps({"a": inner, "b": inner}))
     assert back == {"a": [1, 2], "b": [1, 2]} and back["a"] is back["b"]
@@ -72,6 +77,8 @@ class Boom:
 def test_a_pickle_that_runs_a_command_is_refused_and_runs_nothing(
     tmp_path: Path, protocol: int
 ) -> None:
+    """A pickle that would run a command is refused at its GLOBAL opcode, with the byte offset, and
+    nothing runs; the real unpickler would have run it."""
     marker = tmp_path / "ran"
     data = pickle.dumps({"entries": [Boom(marker)]}, protocol=protocol)
     with pytest.raises(Refused, match=r"opcode (GLOBAL|STACK_GLOBAL) at byte \d+"):
@@ -88,6 +95,8 @@ def test_a_pickle_that_runs_a_command_is_refused_and_runs_nothing(
     ids=lambda v: type(v).__name__,
 )
 def test_objects_beyond_plain_data_are_refused(value: Any) -> None:
+    """Sets, paths, bytearrays and complex numbers need a class to rebuild them: refused, since only
+    plain data is read."""
     with pytest.raises(Refused, match="only plain data is read"):
         plain_pickle.loads(pickle.dumps(value, protocol=4))
 
@@ -107,5 +116,7 @@ def test_objects_beyond_plain_data_are_refused(value: Any) -> None:
     ids=["empty", "cut", "garbage", "bad-opcode", "odd-dict", "append-dict", "two", "memo"],
 )
 def test_malformed_bytes_are_one_clear_error(data: bytes, says: str) -> None:
+    """Empty, cut or garbled bytes and inconsistent opcode sequences each give one error saying what
+    is wrong and where, never a crash inside the reader."""
     with pytest.raises(Refused, match=says):
         plain_pickle.loads(data)

@@ -39,6 +39,9 @@ HEADER = "#!/bin/sh\n# Written by dflash-doctor from the profile's launch comman
     ],
 )
 def test_a_launch_command_becomes_one_exec_line(command: str, body: str) -> None:
+    """A launch command becomes a script that changes to the workspace and ends in one exec line for
+    the trainer: cd and source kept as steps, variables through env, redirections on an exec of
+    their own."""
     text = script_from_command(command, "/ws", "the profile's launch command")
     assert text == HEADER + body
     words = exec_words(text, "launch.sh")
@@ -47,11 +50,15 @@ def test_a_launch_command_becomes_one_exec_line(command: str, body: str) -> None
 
 @pytest.mark.parametrize("command", ["python t.py | tee log", "python t.py &", ""])
 def test_a_command_whose_trainer_cannot_be_one_exec_line_is_refused(command: str) -> None:
+    """A pipeline, a background job or an empty command has no single trainer line to edit:
+    refused."""
     with pytest.raises(ApplyError):
         script_from_command(command, "/ws", "x")
 
 
 def test_flags_and_env_go_on_the_trainers_line_not_the_redirection() -> None:
+    """A flag or a variable added to a written script goes on the trainer's exec line, never on the
+    exec that only redirects output."""
     text = script_from_command("A=1 python t.py > o.txt 2>&1", "/ws", "x")
     flagged = with_flag(text, "l.sh", "--compile-lock")
     assert flagged.endswith("exec env A=1 python t.py --compile-lock\n")
@@ -61,6 +68,8 @@ def test_flags_and_env_go_on_the_trainers_line_not_the_redirection() -> None:
 
 
 def test_a_running_process_is_started_again_as_it_runs() -> None:
+    """A running trainer is written back as it runs: its directory, its output files, its
+    environment and argv; its script is read from that line."""
     text = script_from_process(
         ["/v/bin/python", "-u", "train.py", "--x"],
         "/ws",
@@ -76,6 +85,8 @@ def test_a_running_process_is_started_again_as_it_runs() -> None:
 
 
 def test_a_redacted_variable_is_not_written_back() -> None:
+    """A variable whose value was redacted cannot be written back: the script is refused, naming the
+    variable, rather than launching with the placeholder."""
     with pytest.raises(ApplyError, match="holds HF_TOKEN, whose value"):
         script_from_process(["python", "t.py"], "/ws", {"HF_TOKEN": "<redacted>"}, "x")
 
@@ -91,10 +102,14 @@ def test_a_redacted_variable_is_not_written_back() -> None:
     ],
 )
 def test_the_trainers_script_is_read_off_the_exec_line(text: str, script: str | None) -> None:
+    """The trainer's script is read off the exec line through python's options, ``-m`` and torchrun,
+    relative to the line's cd; a binary has none."""
     assert trainer_script(text, "l.sh", "/ws") == script
 
 
 def test_the_trainer_is_the_parent_python_in_the_workspace() -> None:
+    """The running trainer is the outermost Python process in the workspace, not its shell, its
+    child worker or a Python elsewhere."""
     procs = {
         "processes": [
             {"pid": 10, "ppid": 1, "exe": "/bin/bash", "cmdline": ["sh", "run.sh"], "cwd": "/ws"},
@@ -112,6 +127,8 @@ def test_the_trainer_is_the_parent_python_in_the_workspace() -> None:
 
 
 def test_no_launch_known_is_a_reason_not_a_guess(tmp_path: Path) -> None:
+    """With no launch known, or no stdout log known, the site is refused with the reason rather than
+    guessed."""
     with pytest.raises(ApplyError, match="no launch known for the trainer"):
         site(workspace=str(tmp_path), train_log="a", stdout_log="b")
     with pytest.raises(ApplyError, match="no stdout log known"):

@@ -73,6 +73,8 @@ def test_unlistable_subdirectory_is_reported(tmp_path: Path) -> None:
 
 
 def test_walk_stops_at_max_entries(tmp_path: Path) -> None:
+    """A cache walk stops at its entry limit and says it was truncated, so a huge cache cannot stall
+    the probe."""
     for i in range(30):
         (tmp_path / f"f{i}").write_text("x")
     out = caches.walk(str(tmp_path), 10)

@@ -43,6 +43,8 @@ def test_empty_checkpoint_dir(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("what", "kind"), [("missing", "not_found"), ("file", "not_a_directory")])
 def test_unusable_path_fails_the_probe(tmp_path: Path, what: str, kind: str) -> None:
+    """A checkpoint path that is missing or is a file fails the probe with that kind and the path,
+    instead of reporting no steps."""
     p = tmp_path / "ckpt"
     if what == "file":
         p.write_text("x")
@@ -85,6 +87,7 @@ def test_deep_check_finds_a_flipped_byte(tmp_path: Path) -> None:
 
 
 def test_safetensors_truncation(tmp_path: Path) -> None:
+    """A safetensors file shorter than its header's offsets say is a problem: truncated."""
     d = tmp_path / "checkpoint-5"
     d.mkdir()
     header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
@@ -203,6 +206,8 @@ def test_safetensors_header_of_the_wrong_shape(
 
 
 def test_deep_safetensors_header(tmp_path: Path) -> None:
+    """A safetensors header nested too deep is reported as a problem of that file, not a crash of
+    the probe."""
     d = tmp_path / "checkpoint-5"
     d.mkdir()
     raw = DEEP.encode()

@@ -71,6 +71,7 @@ def test_permission_denied_as_another_user() -> None:
 
 @pytest.mark.parametrize("params", [{}, {"paths": "x"}, {"paths": ["x"], "algorithms": ["nope"]}])
 def test_bad_params(params: dict[str, object]) -> None:
+    """No paths, paths that are not a list, or an unknown algorithm fail the probe as bad_params."""
     with pytest.raises(ProbeFailure) as err:
         checksums.collect(params, Context())
     assert err.value.kind == "bad_params"

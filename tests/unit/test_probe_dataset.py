@@ -11,6 +11,8 @@ from tools.probes._common import Context
 
 
 def test_small_jsonl(tmp_path: Path) -> None:
+    """A small JSONL file is counted exactly, its text field found, and its prompt lengths
+    summarised (shortest, longest, how many distinct)."""
     p = tmp_path / "prompts.jsonl"
     p.write_text("".join(json.dumps({"prompt": "x" * n}) + "\n" for n in (10, 20, 20, 300)))
     f = dataset.collect({"paths": [str(p)]}, Context())["files"][0]
@@ -21,6 +23,7 @@ def test_small_jsonl(tmp_path: Path) -> None:
 
 
 def test_chat_messages_length(tmp_path: Path) -> None:
+    """A chat record's length is the characters of all its messages' contents together."""
     p = tmp_path / "chat.jsonl"
     msgs = [{"role": "user", "content": "abc"}, {"role": "assistant", "content": "de"}]
     p.write_text(json.dumps({"messages": msgs}) + "\n")
@@ -41,6 +44,8 @@ def test_pretokenized_prompts_give_their_token_counts(tmp_path: Path) -> None:
 
 
 def test_text_prompts_have_no_token_counts(tmp_path: Path) -> None:
+    """Text prompts have no token field, so no token counts are reported: characters are not passed
+    off as tokens."""
     p = tmp_path / "prompts.jsonl"
     p.write_text(json.dumps({"prompt": "abc"}) + "\n")
     f = dataset.collect({"paths": [str(p)]}, Context())["files"][0]
@@ -62,6 +67,8 @@ def test_large_file_is_sampled_and_count_estimated(tmp_path: Path) -> None:
 
 
 def test_binary_missing_directory_and_glob(tmp_path: Path) -> None:
+    """A binary file, a missing path, a directory of shards and a glob that matches nothing are each
+    reported for what they are, in one collection."""
     (tmp_path / "garbage.bin").write_bytes(os.urandom(10000))
     (tmp_path / "shards").mkdir()
     (tmp_path / "shards" / "a.parquet").write_bytes(b"PAR1")

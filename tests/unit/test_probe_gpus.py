@@ -71,6 +71,8 @@ def test_failing_nvidia_smi_is_a_fact(tmp_path: Path) -> None:
 
 
 def test_process_names_with_commas() -> None:
+    """A process name containing commas stays one field: nvidia-smi's CSV is split by the columns it
+    has, not on every comma."""
     rows = gpus.parse_csv("7, python a,b.py, GPU-x, 10\n", gpus.APP_FIELDS)
     assert rows == [
         {"pid": 7, "process_name": "python a,b.py", "gpu_uuid": "GPU-x", "used_memory": 10}

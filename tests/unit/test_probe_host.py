@@ -10,6 +10,8 @@ from tools.probes._common import Context
 
 
 def test_host_facts(tmp_path: Path) -> None:
+    """Uptime, memory, CPU count and each path's disk free space match the machine; a missing path
+    is reported as not found beside the others."""
     out = host.collect({"paths": [str(tmp_path), str(tmp_path / "missing")]}, Context())
     assert out["uptime_s"] is not None and out["uptime_s"] > 0
     assert out["mem_total_bytes"] and out["cpu_count"]

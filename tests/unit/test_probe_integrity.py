@@ -36,6 +36,8 @@ def install(site: Path) -> None:
 
 
 def test_clean_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An intact install matches its RECORD (Python files hashed, the binary checked by size); a
+    package not installed is reported as such, not as damaged."""
     install(tmp_path)
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     out = integrity.collect({"packages": ["torch", "triton"]}, Context())
@@ -73,6 +75,7 @@ def test_size_change_of_a_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_bad_mode() -> None:
+    """An unknown checking mode fails the probe."""
     with pytest.raises(ProbeFailure):
         integrity.collect({"mode": "some"}, Context())
 

@@ -267,12 +267,14 @@ def test_huge_tree_stops_at_the_cap_and_says_so(tmp_path: Path) -> None:
 
 
 def test_deadline_cuts_the_walk(tmp_path: Path) -> None:
+    """A walk whose deadline has passed stops at once and says it was truncated."""
     ws = make_workspace(tmp_path / "ws")
     v = discover(ws, deadline=time.monotonic() - 1)
     assert v["truncated"] and v["entries"] == 0
 
 
 def test_unusable_root_fails_with_the_reason(tmp_path: Path) -> None:
+    """A workspace that is missing, is a file, or was not given fails the probe with the reason."""
     (tmp_path / "file").write_text("x")
     for root, kind in ((tmp_path / "missing", "not_found"), (tmp_path / "file", "not_a_directory")):
         with pytest.raises(ProbeFailure) as err:
@@ -318,6 +320,9 @@ def test_checkpoints_probe_reads_file_checkpoints_and_names_what_it_skips(tmp_pa
 
 
 def test_checkpoints_probe_with_a_profile_pattern(tmp_path: Path) -> None:
+    """A profile's checkpoint pattern decides which entries are steps and reads their numbers from
+    its ``step`` group; a name it does not match is listed with why, and a pattern without that
+    group is refused."""
     d = tmp_path / "ckpt"
     for name in ("snap_e0_s100", "snap_e0_s200", "step_300"):
         (d / name).mkdir(parents=True)
@@ -398,6 +403,7 @@ def test_layout_fact_summary_names_what_was_taken(tmp_path: Path) -> None:
 
 
 def test_a_workspace_that_is_itself_an_environment(tmp_path: Path) -> None:
+    """A workspace that is itself a conda environment is found as one."""
     (tmp_path / "conda-meta").mkdir()
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python").write_text("")
@@ -422,6 +428,8 @@ def test_nothing_found_is_nothing_to_look_at_not_a_failure(tmp_path: Path) -> No
 
 
 def test_checkpoint_examples_are_in_step_order(tmp_path: Path) -> None:
+    """Checkpoint examples are listed in step order (5, 10, 100), not the string order of their
+    names."""
     root = hf_output(tmp_path / "out", steps=(5, 10, 100))
     best = discover(root)["checkpoint_dirs"][0]
     assert best["examples"] == ["checkpoint-5", "checkpoint-10", "checkpoint-100"]

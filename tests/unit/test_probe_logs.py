@@ -15,6 +15,7 @@ from tools.probes._common import Context, ProbeFailure
 
 @pytest.mark.parametrize("probe", [trainlog, stdoutlog])
 def test_missing_log(tmp_path: Path, probe: object) -> None:
+    """A log path with no file fails the probe as not_found, not as an empty log."""
     with pytest.raises(ProbeFailure) as err:
         probe.collect({"path": str(tmp_path / "train_log.jsonl")}, Context())  # type: ignore[attr-defined]
     assert err.value.kind == "not_found"

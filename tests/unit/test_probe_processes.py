@@ -65,11 +65,14 @@ def test_finds_the_trainer(trainer: tuple[subprocess.Popen[bytes], str]) -> None
 
 
 def test_no_match_is_an_empty_list() -> None:
+    """No process matching is an empty list, complete (not truncated): the trainer is not
+    running."""
     out = processes.collect({"match": [f"no-such-{uuid.uuid4().hex}"]}, Context())
     assert out["processes"] == [] and not out["truncated"]
 
 
 def test_bad_match() -> None:
+    """A match given as a bare string, not a list of patterns, fails the probe."""
     with pytest.raises(ProbeFailure):
         processes.collect({"match": "train"}, Context())
 
@@ -136,5 +139,7 @@ def test_a_workspace_with_no_live_process_is_an_empty_list(tmp_path: Path) -> No
 
 
 def test_without_a_workspace_nothing_is_said_about_one() -> None:
+    """Without a workspace the fact says nothing about one: no workspace and no in-workspace
+    field."""
     out = processes.collect({"match": [f"no-such-{uuid.uuid4().hex}"]}, Context())
     assert "in_workspace" not in out and "workspace" not in out

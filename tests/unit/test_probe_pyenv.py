@@ -64,12 +64,16 @@ def test_versions_without_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interpreter without torch or triton reports both as null and no packages: an observation,
+    not a failure."""
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     out = pyenv.collect({}, Context())
     assert out["torch"] is None and out["triton"] is None and out["packages"] == []
 
 
 def test_unreadable_version_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch package whose version file cannot be read is reported with that error rather than
+    left out."""
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("")
     monkeypatch.setattr(sys, "path", [str(tmp_path)])

@@ -42,6 +42,9 @@ CASES: list[tuple[str, bool, tuple[int | None, int | None, bool, str] | None]] =
 def test_read_step(
     name: str, is_dir: bool, expected: tuple[int | None, int | None, bool, str] | None
 ) -> None:
+    """Each trainer family's checkpoint names yield their step and epoch, with mid-save copies
+    marked incomplete; logs, Lightning's last.ckpt and names that merely contain 'step' are no
+    checkpoint."""
     got = read_step(name, is_dir)
     if expected is None:
         assert got is None
@@ -63,6 +66,8 @@ def test_profile_pattern_replaces_the_built_in_forms() -> None:
     [("snap(", "missing"), (r"snap(\d+)", "needs a group named step or epoch")],
 )
 def test_unusable_pattern_says_why(pattern: str, why: str) -> None:
+    """A profile pattern that is not a valid regular expression, or has no group named step or
+    epoch, is refused saying why."""
     with pytest.raises(ValueError, match=why):
         compile_pattern(pattern)
 

@@ -18,6 +18,8 @@ def test_foreign_function_is_flagged() -> None:
 
 
 def test_lambda_patch_is_flagged() -> None:
+    """A lambda put in place of torch's function is named as a lambda and is not torch's own, even
+    when bound under torch's module."""
     o = origin(lambda: False, "torch.fx._symbolic_trace", "torch/fx/_symbolic_trace.py")
     assert o["qualname"] is not None and o["qualname"].endswith("<lambda>")
     assert o["is_torch_own"] is False

@@ -45,6 +45,8 @@ def test_template_loads_and_means_the_incident_layout(tmp_path: Path) -> None:
 
 
 def test_template_is_not_overwritten(tmp_path: Path) -> None:
+    """Writing the template over an existing file is refused and the file kept; with force it is
+    replaced."""
     path = write_template(tmp_path / "doctor.toml")
     path.write_text("# mine\n")
     with pytest.raises(UsageError, match="exists"):
@@ -55,6 +57,9 @@ def test_template_is_not_overwritten(tmp_path: Path) -> None:
 
 
 def test_full_profile(tmp_path: Path) -> None:
+    """Every field of a full profile reaches the sweep: the given paths, the process to match taken
+    from the launch command, log fields, throughput unit, timeouts and signatures; what is not given
+    is left for the target to find."""
     path = tmp_path / "doctor.toml"
     path.write_text("""
 default_target = "h200"
@@ -87,6 +92,7 @@ pattern = "shapes differ"
 
 
 def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment variable overrides the profile file's value for that target's field."""
     path = write_template(tmp_path / "doctor.toml")
     monkeypatch.setenv("DFLASH_DOCTOR_TARGETS__TRAINER__INTERPRETER", "/opt/venv/bin/python")
     assert load_config(path).target("trainer").interpreter == "/opt/venv/bin/python"
@@ -107,6 +113,8 @@ def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     ],
 )
 def test_bad_profiles_name_the_problem(tmp_path: Path, text: str, needle: str) -> None:
+    """A profile that is not TOML, has a bad URI, a misspelt key, an unknown probe, a bad number or
+    an unknown unit is refused naming the file and the offending key."""
     path = tmp_path / "doctor.toml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=needle) as err:
@@ -115,6 +123,8 @@ def test_bad_profiles_name_the_problem(tmp_path: Path, text: str, needle: str) -
 
 
 def test_missing_file_and_unknown_target(tmp_path: Path) -> None:
+    """A profile file that does not exist, or a target it does not define, is an error; the latter
+    lists the targets it does define."""
     with pytest.raises(ConfigError, match="no such profile"):
         load_config(tmp_path / "nope.toml")
     path = write_template(tmp_path / "doctor.toml")
@@ -133,6 +143,8 @@ def test_default_path_may_be_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_workspace_without_profile() -> None:
+    """A sweep from a workspace alone normalises the path and assumes nothing else: checkpoints are
+    found on the target, and no cache is made up."""
     spec = SweepSpec.for_workspace("/workspace/")
     assert spec == SweepSpec.for_workspace("/workspace")
     assert spec.workspace == "/workspace" and spec.checkpoints is None
@@ -140,6 +152,8 @@ def test_workspace_without_profile() -> None:
 
 
 def test_process_patterns() -> None:
+    """The trainer's process is matched by 'train' by default, by the script of the launch command
+    when there is one, and by an explicit match when given."""
     assert TargetProfile(uri="local").process_patterns() == ["train"]
     assert TargetProfile(uri="local", launch="torchrun --nproc 8 /w/run.py").process_patterns() == [
         "run.py"

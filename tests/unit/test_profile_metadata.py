@@ -22,6 +22,8 @@ def _no_profile_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_metadata_keys_and_env_files_reach_the_checkpoints_probe(tmp_path: Path) -> None:
+    """A profile's metadata keys and environment files are passed to the checkpoints probe's
+    parameters as written."""
     path = tmp_path / "doctor.toml"
     path.write_text(
         '[targets.t]\nuri = "local"\ncheckpoints = "/w/out"\n'
@@ -36,6 +38,8 @@ def test_metadata_keys_and_env_files_reach_the_checkpoints_probe(tmp_path: Path)
 
 
 def test_an_unknown_quantity_is_refused(tmp_path: Path) -> None:
+    """A metadata key for a quantity that does not exist is refused, naming the file, the setting
+    and every known quantity."""
     path = tmp_path / "doctor.toml"
     path.write_text('[targets.t]\nuri = "local"\nmetadata_keys = { pytorch = "v" }\n')
     with pytest.raises(ConfigError, match="unknown quantity pytorch") as err:

@@ -130,6 +130,8 @@ def consoles(draw: st.DrawFn) -> str:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=consoles())
 def test_the_parser_and_the_oracle_read_every_bar_alike(text: str) -> None:
+    """For any console generated with progress bars, the parser and the independent oracle read the
+    same bars."""
     fd, name = tempfile.mkstemp(suffix=".log")
     try:
         os.write(fd, text.encode())

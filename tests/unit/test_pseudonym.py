@@ -35,6 +35,8 @@ def expected(host: str, secret: bytes = b"k" * 32) -> str:
 
 
 def test_a_pseudonym_is_the_keyed_mac_the_same_each_time_and_another_key_s_differs() -> None:
+    """A host's pseudonym is the documented HMAC of its lower-cased name: stable across runs and
+    case, different under another key."""
     assert names().pseudonym("gpu-box-7") == expected("gpu-box-7")
     assert names().pseudonym("GPU-Box-7") == expected("gpu-box-7")  # DNS ignores case
     assert names(b"j" * 32).pseudonym("gpu-box-7") == expected("gpu-box-7", b"j" * 32)
@@ -43,10 +45,13 @@ def test_a_pseudonym_is_the_keyed_mac_the_same_each_time_and_another_key_s_diffe
 
 @pytest.mark.parametrize("kept", ["localhost", "127.0.0.1", "0.0.0.0", "LOCALHOST"])
 def test_names_that_identify_nobody_are_kept(kept: str) -> None:
+    """localhost, 127.0.0.1 and 0.0.0.0 identify nobody: kept as written, in any case."""
     assert names().pseudonym(kept) == kept
 
 
 def test_a_pseudonym_is_not_renamed_again() -> None:
+    """A pseudonym passed through again stays itself, alone or inside a URI, so redacting twice
+    changes nothing."""
     once = names().pseudonym("trainer")
     assert names().pseudonym(once) == once
     assert names().uri(f"ssh://{once}/pct:1") == f"ssh://{once}/pct:1"
@@ -63,10 +68,14 @@ def test_a_pseudonym_is_not_renamed_again() -> None:
     ],
 )
 def test_a_uri_keeps_all_but_its_host(uri: str, shown: str) -> None:
+    """In a target URI only the host is replaced: user, port and the path of hops are kept; local
+    targets and a profile's label are left as they are."""
     assert names().uri(uri) == shown.format(p=expected("trainer-alias"))
 
 
 def test_text_replaces_the_host_only_where_it_stands_whole() -> None:
+    """In free text the host is replaced only where it stands as a whole name, not inside a longer
+    one; with no hosts named the text is unchanged."""
     p = expected("gpu-7")
     text = "ssh://gpu-7: connection refused (gpu-7.lab is not gpu-7x nor my-gpu-7)"
     assert names().text(text, ["gpu-7"]) == (
@@ -76,6 +85,8 @@ def test_text_replaces_the_host_only_where_it_stands_whole() -> None:
 
 
 def test_a_sealed_target_opens_with_this_key_only_and_names_nothing() -> None:
+    """A sealed target does not show its host and opens only with the key that sealed it; another
+    key or an edited token is one line naming the file."""
     token = names().seal("ssh://root@trainer-alias:2222/pct:200")
     assert "trainer-alias" not in token
     assert names().unseal(token, "session.json") == "ssh://root@trainer-alias:2222/pct:200"
@@ -101,6 +112,8 @@ def result(label: str, uri: str, reason: str = "") -> TargetResult:
 
 
 def test_a_health_result_names_the_host_by_its_pseudonym_everywhere() -> None:
+    """A health result names the host by its pseudonym in its target, URI and reason; a profile's
+    label stays the user's word."""
     uri = "ssh://gpu-7/pct:1"
     shown = pseudonymous(result(uri, uri, "ConnectError: ssh://gpu-7: refused"), names(), "gpu-7")
     p = expected("gpu-7")

@@ -59,6 +59,8 @@ def test_replay_returns_the_recorded_bytes_and_codes(tmp_path: Path) -> None:
 def test_replay_fails_loudly_on_anything_unrecorded(
     tmp_path: Path, argv: list[str], stdin: bytes | None, why: str
 ) -> None:
+    """Replay refuses a command asked more often than recorded, with other stdin, or never recorded,
+    saying which, rather than inventing an answer."""
     _, events = read_transcript(record(tmp_path))
     replay = ReplayTransport(events, "local")
     replay.run(["sh", "-c", "echo $RANDOM"])

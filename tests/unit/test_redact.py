@@ -34,6 +34,8 @@ from tools.transcript import TranscriptWriter, read_transcript, unb64
     ],
 )
 def test_secrets_and_hosts_are_replaced(text: str, gone: list[str], kept: list[str]) -> None:
+    """IP addresses, tokens, passwords, bearer and cloud keys, private keys and the named hosts are
+    replaced by placeholders; the text around them is kept."""
     out = Redactor(hosts=["gpu-host"]).text(text)
     for secret in gone:
         assert secret not in out
@@ -52,10 +54,14 @@ def test_secrets_and_hosts_are_replaced(text: str, gone: list[str], kept: list[s
     ],
 )
 def test_ordinary_training_text_is_left_alone(text: str) -> None:
+    """Ordinary training output (counts, times, versions, MAC addresses, loopback, a host name not
+    listed) is left as written."""
     assert Redactor(hosts=["gpu-host"]).text(text) == text
 
 
 def test_placeholders_are_stable_and_idempotent() -> None:
+    """The same secret gets the same numbered placeholder each time it appears, and redacting
+    redacted text changes nothing."""
     redactor = Redactor()
     once = redactor.text("a 10.0.0.1 b 10.0.0.2 c 10.0.0.1")
     assert once == "a [REDACTED-IP-1] b [REDACTED-IP-2] c [REDACTED-IP-1]"

@@ -18,6 +18,9 @@ from agent.report.markdown import render_markdown
 
 
 def test_symptoms_then_changes_then_hypotheses_and_unlocks_from_the_playbooks() -> None:
+    """The report reads symptoms first, then what changed since it worked (with unchanged quantities
+    counted), then the hypotheses with the playbooks they unlock; with a snapshot, the run's own
+    record follows the snapshot's diff."""
     ledger = Ledger()
     log = ledger.append(Fact(probe="stdoutlog", target="local", value={"count": 2}))
     values: dict[str, dict[str, int | str]] = {
@@ -166,6 +169,8 @@ def test_every_output_cites_a_fact_once() -> None:
 
 
 def test_the_shipped_schema_is_the_models_and_the_validator_refuses_a_bad_document() -> None:
+    """The shipped report schema is the one the models generate (else it is stale), and it refuses a
+    document whose fact lacks its value."""
     import json
 
     import jsonschema

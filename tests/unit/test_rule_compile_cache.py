@@ -150,6 +150,9 @@ CASES: list[tuple[str, Facts, Facts | None, str | None, str]] = [
     ids=[c[0] for c in CASES],
 )
 def test_compile_cache_rule(now: Facts, before: Facts | None, status: str, cited: str) -> None:
+    """A missing, empty or rebuilt compile cache is verified, refuted or left unverifiable by what
+    the baseline saw, what configures it and which steps the trainer ran; the verdicts cite the
+    deciding observation."""
     found = propose(now, before)
     assert [h.status for h in found] == [status]
     assert cited in " ".join(v.sentence for v in found[0].verdicts)
@@ -188,4 +191,6 @@ NOT_PROPOSED: list[tuple[str, Facts, Facts | None]] = [
     ("now", "before"), [c[1:] for c in NOT_PROPOSED], ids=[c[0] for c in NOT_PROPOSED]
 )
 def test_compile_cache_rule_not_proposed(now: Facts, before: Facts | None) -> None:
+    """No hypothesis where nothing the trainer configured names the cache, it is warm, it moved
+    since the baseline, or there is no caches fact."""
     assert propose(now, before) == []

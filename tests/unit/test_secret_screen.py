@@ -34,6 +34,8 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_the_kept_screen_is_the_installed_detectors(state: Path) -> None:
+    """The first use keeps the screen in a file only its owner can read or write, and what is kept
+    is exactly the installed detect-secrets' patterns and key words."""
     assert not state.exists()
     live = secrets_detect.live_screen()
     assert secrets_detect.key_words() == live.key_words  # the first use keeps it
@@ -60,6 +62,8 @@ def _doctored(state: Path, key: str) -> Screen:
 
 
 def test_a_kept_screen_of_this_installation_is_read(state: Path) -> None:
+    """A screen kept with this installation's key is read back as kept, so the refusals of spoiled
+    screens are real checks."""
     key = secrets_detect.screen_key()
     assert key is not None
     doctored = _doctored(state, key)
@@ -72,6 +76,8 @@ def test_a_kept_screen_of_this_installation_is_read(state: Path) -> None:
     ["another key", "group-writable", "a symlink", "not JSON", "no patterns", "bad flags"],
 )
 def test_a_kept_screen_is_refused_unless_it_is_this_installations(state: Path, spoil: str) -> None:
+    """A kept screen under another key, writable by others, behind a symlink, unreadable, empty or
+    with bad flags is not used: the live screen is built instead."""
     key = secrets_detect.screen_key()
     assert key is not None
     _doctored(state, "0" * 64 if spoil == "another key" else key)
@@ -131,6 +137,8 @@ def test_a_long_text_with_a_planted_secret_passes_the_screen(state: Path) -> Non
 
 
 def test_redaction_finds_the_same_with_a_kept_and_a_fresh_screen(state: Path) -> None:
+    """The kept screen finds exactly what a freshly built one finds, on every planted secret and on
+    long filler text."""
     texts = [p.form for p in PLANTED] + [FILLER, FILLER * 80]
     fresh = [secrets_detect.find(t) for t in texts]  # keeps the screen
     assert state.is_file()

@@ -98,6 +98,9 @@ def test_the_trainers_own_figure_first(
     unit: str,
     how: str,
 ) -> None:
+    """The trainer's stated rate is the speed, items/s over samples/s and the process's over one
+    device's, and a rate is derived only where none is stated; the judged figure names its unit and
+    window."""
     out = summarize(jsonl(tmp_path / "log.jsonl", records))
     speed = out["speed"]
     assert (speed["kind"], speed["field"], speed["unit"], speed["how"]) == (kind, field, unit, how)

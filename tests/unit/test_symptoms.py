@@ -23,6 +23,8 @@ def around(level: float, n: int, rng: random.Random, spread: float = 0.07) -> li
 
 @pytest.mark.parametrize("seed", range(20))
 def test_change_points_land_on_the_change(seed: int) -> None:
+    """Change points land where the speed changed (a drop, or a drop and a recovery), and none is
+    found in a steady log with 10% noise or an occasional slow window."""
     rng = random.Random(seed)
     assert change_points(around(12800, 69, rng) + around(4300, 50, rng)) == [69]
     # A drop and a recovery: no change between the halves, two inside them.
@@ -44,6 +46,9 @@ def test_a_short_log_cannot_call_a_change_but_a_clean_split_can() -> None:
 
 
 def test_the_incidents_drop_is_a_verified_symptom_with_its_step_and_ratio(tmp_path: Path) -> None:
+    """The incident's fall is one verified drop of the summed series, dated near step 690 at about a
+    third of the speed and citing its fact, plus one per device; it stays unexplained until a cause
+    that explains it is verified."""
     ledger = Ledger()
     incident_log(tmp_path / "metrics.jsonl")
     fact = fact_of(tmp_path / "metrics.jsonl", ledger)
@@ -121,6 +126,8 @@ def test_a_short_run_gets_a_steady_claim_measured_against_the_whole_log(
 
 
 def test_a_steady_run_is_said_to_be_steady(tmp_path: Path) -> None:
+    """A run with no drop gets one verified symptom saying its speed was steady, every claim of it
+    holding."""
     ledger = Ledger()
     incident_log(tmp_path / "metrics.jsonl", drop=False)
     fact = fact_of(tmp_path / "metrics.jsonl", ledger)
@@ -152,6 +159,8 @@ def test_a_restart_is_a_symptom_and_its_warm_up_is_not_a_change(tmp_path: Path) 
 
 
 def test_no_windows_no_symptoms() -> None:
+    """No train log, or a failed one, gives no symptoms at all rather than a steady or dropping
+    speed."""
     ledger = Ledger()
     failed = ledger.append(Fact(probe="trainlog", target="local", error="no train log"))
     assert find(failed) == [] and find(None) == []
@@ -241,6 +250,8 @@ def test_a_nightly_check_fails_a_nan_loss_and_cannot_pass_a_run_without_a_speed(
 def test_a_loss_that_grows_past_twice_its_early_level_diverged(
     tmp_path: Path, losses: list[float], diverged: bool
 ) -> None:
+    """A loss that climbs past twice its early level is a verified divergence, dated at the first
+    window past it; a falling loss, or a negative one, is not judged diverged."""
     ledger = Ledger()
     log = tmp_path / "loss.jsonl"
     log.write_text(

@@ -57,6 +57,8 @@ def race(ledger: Ledger, ids: list[str]) -> Hypothesis:
 
 
 def test_errors_printed_after_the_drop_began_fit_it(tmp_path: Path) -> None:
+    """Errors first printed at step 690, where the drop began: the timing claim holds, citing the
+    console and the train log, and the family fits the drop."""
     ledger = Ledger()
     log, drop = the_drop(tmp_path, ledger)
     out = console(tmp_path, ledger, first_error_after=690)
@@ -86,6 +88,8 @@ def test_errors_printed_long_before_the_drop_do_not_explain_it(tmp_path: Path) -
 
 
 def test_a_console_without_steps_leaves_the_timing_undated(tmp_path: Path) -> None:
+    """A console that printed no steps cannot date the errors: the timing is unverifiable and the
+    family undated, never ruled out."""
     ledger = Ledger()
     log, drop = the_drop(tmp_path, ledger)
     out = console(tmp_path, ledger, first_error_after=None)
@@ -96,6 +100,8 @@ def test_a_console_without_steps_leaves_the_timing_undated(tmp_path: Path) -> No
 
 
 def test_rank_puts_the_dated_family_first_among_equals(tmp_path: Path) -> None:
+    """A family dated to the drop ranks ahead of one whose evidence predates it, even with ten times
+    its weight."""
     ledger = Ledger()
     log, drop = the_drop(tmp_path, ledger)
     (tmp_path / "late").mkdir()
@@ -177,6 +183,8 @@ def test_shape_churn_is_not_shown_by_more_prompts_alone(tmp_path: Path) -> None:
 
 
 def test_console_lines_around_the_change_are_dated(tmp_path: Path) -> None:
+    """Console lines near the drop (the dataset's size, a resume, an FX error) are each dated by the
+    step printed before them against the drop's first step, citing both facts."""
     ledger = Ledger()
     log, drop = the_drop(tmp_path, ledger)
     lines = [f"step {s} loss 2.0" for s in range(10, 691, 10)]
@@ -200,6 +208,8 @@ def test_console_lines_around_the_change_are_dated(tmp_path: Path) -> None:
 
 
 def test_crash_points_are_the_exceptions_that_ended_a_thread_or_the_log(tmp_path: Path) -> None:
+    """A crash point is an exception that ended a thread or the log, told with the thread, the last
+    step printed and the lines after it; a traceback the run survived is not one."""
     ledger = Ledger()
     lines = [f"step {s} loss 2.0" for s in range(10, 101, 10)]
     # Logged on the way and survived (a warning-like traceback in the main thread, far

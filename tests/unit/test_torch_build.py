@@ -70,18 +70,24 @@ def parsed(source: str) -> tuple[ast.Module, str, str]:
 
 
 def test_a_global_flag_set_under_global_is_process_wide() -> None:
+    """An FX-tracing flag kept as a module global and set under ``global`` is one for the whole
+    process; the answer cites the lines that show it."""
     answer = build.fx_flag_process_global(*parsed(FLAG_GLOBAL))
     assert answer["value"] is True, answer
     assert [e.split(":")[1] for e in answer["evidence"]] == ["3", "2", "7"], answer
 
 
 def test_a_flag_in_a_thread_local_is_per_thread() -> None:
+    """A flag kept in a threading.local is per thread, and the answer cites the line that makes it
+    so."""
     answer = build.fx_flag_process_global(*parsed(FLAG_PER_THREAD))
     assert answer["value"] is False, answer
     assert "torch/x.py:3: _state = threading.local()" in answer["evidence"], answer
 
 
 def test_a_contextvar_entry_makes_overrides_thread_local() -> None:
+    """A config entry that keeps the user's value in a ContextVar (torch 2.6 on) makes overrides per
+    thread, citing that line."""
     answer = build.config_overrides_thread_local(*parsed(ENTRY_CONTEXTVAR))
     assert answer["value"] is True, answer
     assert answer["evidence"] == [
@@ -90,6 +96,8 @@ def test_a_contextvar_entry_makes_overrides_thread_local() -> None:
 
 
 def test_a_dataclass_field_entry_is_shared_by_every_thread() -> None:
+    """A config entry that keeps the user's value in a dataclass field (older builds) is shared by
+    every thread, citing that line."""
     answer = build.config_overrides_thread_local(*parsed(ENTRY_FIELD))
     assert answer["value"] is False, answer
     assert answer["evidence"] == ["torch/x.py:6: user_override: object = _UNSET_SENTINEL"]
@@ -100,11 +108,15 @@ def test_a_dataclass_field_entry_is_shared_by_every_thread() -> None:
     [(CONFIG_NEW, "recompile_limit", 8), (CONFIG_OLD, "cache_size_limit", 8)],
 )
 def test_the_recompile_limit_under_either_name(source: str, name: str, default: int) -> None:
+    """The recompile limit is found under its new name or its old one (cache_size_limit), with its
+    default."""
     answer = build.recompile_limit(*parsed(source))
     assert answer["value"] == name and answer.get("default") == default, answer
 
 
 def test_flex_attention_warns_once_or_not_at_all() -> None:
+    """A flex_attention that warns about running unfused is read as warning once per process; one
+    that never warns is read as not warning, with no evidence."""
     warns = build.flex_unfused_warning(*parsed(FLEX_WARNS))
     assert (warns["value"], warns["note"]) == (True, "warned once per process"), warns
     silent = build.flex_unfused_warning(*parsed(FLEX_SILENT))
@@ -124,5 +136,7 @@ def test_flex_attention_warns_once_or_not_at_all() -> None:
 def test_sources_that_say_nothing_give_no_answer(
     reader: build.Reader, on_other_code: bool | None
 ) -> None:
+    """No source, or code that does not mention what is asked, gives no answer (None) rather than a
+    guess; only a flex_attention module that never warns answers 'does not warn'."""
     assert reader(None, "", "torch/x.py")["value"] is None
     assert reader(*parsed("x = 1\n"))["value"] is on_other_code

@@ -26,17 +26,21 @@ def lines(path: Path) -> list[str]:
 
 
 def test_round_trip(transcript: Path) -> None:
+    """A transcript reads back with its header and every event, in order."""
     header, events = read_transcript(transcript)
     assert header["format"] == "dflash-doctor-transcript"
     assert [e["n"] for e in events] == [0, 1, 2, 3]
 
 
 def test_never_overwrites(transcript: Path) -> None:
+    """Recording refuses to write over an existing transcript."""
     with pytest.raises(TranscriptError, match="exists already"):
         TranscriptWriter(transcript, {})
 
 
 def test_edited_event_breaks_the_chain_at_the_next_line(transcript: Path) -> None:
+    """An event edited in place is caught: the hash chain breaks at the line after it, and the error
+    names that line."""
     text = lines(transcript)
     event = json.loads(text[2])
     event["n"] = 99
@@ -59,6 +63,8 @@ def test_edited_event_breaks_the_chain_at_the_next_line(transcript: Path) -> Non
     ],
 )
 def test_defects_are_named(transcript: Path, mangle: object, message: str) -> None:
+    """A deleted, reordered, cut or garbled line, an unknown version, a missing header or an empty
+    file is refused, naming the file and, where there is one, the line."""
     transcript.write_text("".join(mangle(lines(transcript))))  # type: ignore[operator]
     with pytest.raises(TranscriptError, match=message) as info:
         read_transcript(transcript)
@@ -66,5 +72,6 @@ def test_defects_are_named(transcript: Path, mangle: object, message: str) -> No
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
+    """A transcript file that is not there is one error saying it cannot be read."""
     with pytest.raises(TranscriptError, match="cannot read transcript"):
         read_transcript(tmp_path / "missing.jsonl")

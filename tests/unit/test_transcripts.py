@@ -41,11 +41,15 @@ TOP = {
 
 
 def test_every_scenario_is_shipped() -> None:
+    """Every expected scenario has a shipped transcript, and no transcript is shipped without an
+    expectation."""
     assert {f.stem for f in FILES} == set(EXPECTED)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
 def test_replay_gives_the_recorded_verdicts(path: Path) -> None:
+    """Each shipped transcript replays to the same outputs, the expected verdict and verified
+    families, and, where several are verified, the expected family ranked first."""
     result = replay(path)
     assert result.same, "\n".join(result.differences)
     verdict, verified = EXPECTED[path.stem]
