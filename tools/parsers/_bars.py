@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._trainlog.stats import middle
+
 __all__ = ["Bars"]
 
 WINDOWS = 48  # at most; fewer when the bar has fewer updates with a rate
@@ -171,9 +173,7 @@ class _Family:
         cuts = sorted({*range(0, count, size), *self.starts})
         out = []
         for a, b in zip(cuts, [*cuts[1:], count]):
-            rates = sorted(self.rates[a:b])
-            mid = len(rates) // 2
-            median = rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
+            median = middle(sorted(self.rates[a:b]))
             out.append(
                 {
                     "first_step": self.n[a],

@@ -216,15 +216,25 @@ class TorchLogs:
             else:
                 self._graph_break(who, msg, at)
 
+    def _full(
+        self, table: dict[Any, Any], who: tuple[str, str], open_for: dict[tuple[str, str], Any]
+    ) -> bool:
+        """Whether ``table`` has no room for a new key. Then the line is counted as
+        overflow, and what ``who`` had open is closed: the lines that follow belong to the
+        entry that was not kept, not to it."""
+        if len(table) < MAX_KEYS:
+            return False
+        self.overflow += 1
+        open_for.pop(who, None)
+        return True
+
     def _recompile(self, who: tuple[str, str], cid: str, msg: str, at: int | None) -> None:
         started = _RECOMPILING.match(msg)
         if started:
             key = (started["fn"], started["file"], int(started["line"]))
             fn = self.functions.get(key)
             if fn is None:
-                if len(self.functions) >= MAX_KEYS:
-                    self.overflow += 1
-                    self.open_recompile.pop(who, None)
+                if self._full(self.functions, who, self.open_recompile):
                     return
                 fn = self.functions[key] = _Function(*key)
             fn.count += 1
@@ -247,9 +257,7 @@ class TorchLogs:
             key = (started["file"], int(started["line"]))
             entry = self.breaks.get(key)
             if entry is None:
-                if len(self.breaks) >= MAX_KEYS:
-                    self.overflow += 1
-                    self.open_break.pop(who, None)
+                if self._full(self.breaks, who, self.open_break):
                     return
                 entry = self.breaks[key] = {
                     "file": key[0],

@@ -23,6 +23,7 @@ import struct
 import zipfile
 from typing import TYPE_CHECKING, Any
 
+from ..parsers._trainlog.fields import lookup
 from ._common import FileRefused, loads_strict, open_regular, read_capped
 
 __all__ = [
@@ -166,17 +167,6 @@ def is_record_file(name: str) -> bool:
     return lower in RECORD_FILES or is_env_file(lower) or lower.endswith(".ckpt")
 
 
-def _lookup(record: dict[str, Any], dotted: str) -> Any:
-    if dotted in record:
-        return record[dotted]
-    value: Any = record
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 NUMBER_QUANTITIES = ("dataset_size", "tokens_per_s")
 
 
@@ -229,7 +219,7 @@ def from_record(record: Any, source: str, key_map: dict[str, str], notes: list[s
     for quantity in QUANTITIES:
         mapped = key_map.get(quantity)
         for key in ((mapped,) if mapped else ()) + KEYS[quantity]:
-            value = _lookup(record, key)
+            value = lookup(record, key)
             if value is None:
                 continue
             usable = _usable(quantity, value)

@@ -9,12 +9,14 @@ strings (``from __future__ import annotations``), so modern annotation syntax is
 from __future__ import annotations
 
 import errno
+import glob
 import io
 import json
 import os
 import stat
 import subprocess
 import time
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,11 +40,16 @@ __all__ = [
     "ProbeFailure",
     "TypedDict",
     "classify_oserror",
+    "expand_globs",
     "failure_from_oserror",
     "file_entry",
+    "file_kind",
+    "is_regular",
     "open_regular",
+    "profile_places",
     "read_capped",
     "read_text_capped",
+    "walk_shallow",
 ]
 
 # The closed set of ways a probe can fail; the doctor renders them, rules may match them.
@@ -110,7 +117,7 @@ class FileEntry(TypedDict, total=False):
     error_kind: str
 
 
-def _kind_of(mode: int) -> str:
+def file_kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "file"
     if stat.S_ISDIR(mode):
@@ -126,6 +133,54 @@ def _kind_of(mode: int) -> str:
     return "other"
 
 
+def is_regular(path: str, follow_symlinks: bool = True) -> bool:
+    """Whether ``path`` is a regular file (a symlink to one too, unless
+    ``follow_symlinks`` is False); a path that cannot be stat()ed is not."""
+    try:
+        return stat.S_ISREG(os.stat(path, follow_symlinks=follow_symlinks).st_mode)
+    except OSError:
+        return False
+
+
+def expand_globs(
+    paths: Iterable[str], most: int | None = None
+) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """The paths ``paths`` name, in order, each with the glob pattern it matched (None
+    for a path given as it is; a pattern's matches sorted, its first ``most``), and the
+    patterns that matched nothing: a fact names those rather than dropping them."""
+    found: list[tuple[str, str | None]] = []
+    unmatched: list[str] = []
+    for p in paths:
+        if not glob.has_magic(p):
+            found.append((p, None))
+            continue
+        matches = sorted(glob.glob(p))
+        if not matches:
+            unmatched.append(p)
+        found.extend((m, p) for m in matches[:most])
+    return found, unmatched
+
+
+def profile_places(params: dict[str, Any], what: str) -> list[tuple[str, str]]:
+    """The places the profile names (``paths``) as (place, why it is looked at). A probe
+    that looks there and in the workspace fails without either: it has nowhere to look."""
+    given = params.get("paths") or []
+    if not given and not params.get("workspace"):
+        raise ProbeFailure("bad_params", f"needs {what} paths or a workspace")
+    return [(str(g), "named by the profile") for g in given]
+
+
+def walk_shallow(root: str, depth: int) -> Iterator[tuple[str, list[str]]]:
+    """(directory, its file names) for ``root`` and the directories below it, at most
+    ``depth`` levels down; hidden directories (``.git``, a ``.venv``) are not entered."""
+    base = root.rstrip("/").count("/")
+    for top, dirs, files in os.walk(root):
+        if top.count("/") - base >= depth:
+            dirs[:] = []
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        yield top, files
+
+
 def file_entry(path: str, st: os.stat_result | None = None) -> FileEntry:
     """A stat as a fact; a stat that fails is a fact too (``error``/``error_kind``)."""
     if st is None:
@@ -136,7 +191,7 @@ def file_entry(path: str, st: os.stat_result | None = None) -> FileEntry:
             return {"path": path, "error": refused.reason, "error_kind": refused.kind}
     return {
         "path": path,
-        "kind": _kind_of(st.st_mode),
+        "kind": file_kind(st.st_mode),
         "size": st.st_size,
         "mtime": st.st_mtime,
         "mode": oct(stat.S_IMODE(st.st_mode)),
@@ -178,7 +233,7 @@ def kind_words(mode: int) -> str:
         return "a character device"
     if stat.S_ISBLK(mode):
         return "a block device"
-    return _KIND_WORDS.get(_kind_of(mode), "not a file")
+    return _KIND_WORDS.get(file_kind(mode), "not a file")
 
 
 class FileRefused(ProbeFailure, OSError):

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from typing import Any
 
 from ..parsers.logformats import text_lines
 from . import _canonical, _steps
-from ._common import TypedDict, loads_strict, open_regular, read_capped
+from ._common import TypedDict, is_regular, loads_strict, open_regular, read_capped
 
 PEEK = 64 << 10  # bytes read from a file to tell what it is
 MAX_PEEKS = 300
@@ -56,13 +55,6 @@ class Candidate(TypedDict, total=False):
     examples: list[str]  # checkpoint_dirs: a few of their names
     python: str  # envs: the interpreter in it
     mtime: float
-
-
-def _is_regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _first_object(data: bytes | None, cut: bool) -> dict[str, Any] | None:
@@ -186,7 +178,7 @@ class Files:
             self._add("unrecognised", path, "no known role", rank=(depth, path))
 
     def _peek(self, path: str) -> bytes | None:
-        if self.peeks >= MAX_PEEKS or not _is_regular(path):
+        if self.peeks >= MAX_PEEKS or not is_regular(path):
             return None
         self.peeks += 1
         try:

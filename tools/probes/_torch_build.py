@@ -35,6 +35,18 @@ FILES = {
     "flex_attention": "nn/attention/flex_attention.py",
 }
 LIMIT_NAMES = ("recompile_limit", "cache_size_limit")
+# The ``torch._dynamo.config`` entries that decide what the FX-tracing race does: their
+# defaults in the sources (torch_source), their values in force (torch_runtime) and a
+# script's changes to them (script_patches) are read for exactly these.
+CONFIG_KEYS = (
+    "error_on_nested_fx_trace",
+    "force_compile_during_fx_trace",
+    "recompile_limit",
+    "cache_size_limit",
+    "accumulated_recompile_limit",
+    "accumulated_cache_size_limit",
+    "suppress_errors",
+)
 PER_THREAD_HOLDERS = ("ContextVar", "local")  # contextvars.ContextVar, threading.local
 FLEX_UNFUSED = "flex_attention called without torch.compile()"
 

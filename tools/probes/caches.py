@@ -32,7 +32,7 @@ import tempfile
 from typing import Any
 
 from . import layout, processes
-from ._common import Context, ProbeFailure, TypedDict, classify_oserror, read_capped
+from ._common import Context, ProbeFailure, TypedDict, classify_oserror, file_kind, read_capped
 
 NAME = "caches"
 TIMEOUT = 60.0
@@ -180,13 +180,9 @@ def declared_caches(params: dict[str, Any], problems: list[str]) -> list[Declare
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "other"
+    # The cache fact names four kinds: a FIFO, a socket or a device is "other" there.
+    kind = file_kind(mode)
+    return kind if kind in ("dir", "file", "symlink") else "other"
 
 
 def walk(path: str, max_entries: int) -> dict[str, Any]:

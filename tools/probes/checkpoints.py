@@ -17,7 +17,6 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import stat
@@ -30,6 +29,7 @@ from ._common import (
     Context,
     ProbeFailure,
     TypedDict,
+    expand_globs,
     failure_from_oserror,
     loads_strict,
     read_capped,
@@ -124,7 +124,7 @@ def saved_environment(
     ``env_files`` (globs expanded here), else those the workspace's layout found; and
     the ones in the checkpoint directory itself."""
     given = params.get("env_files") or ()
-    files = [f for g in given for f in (sorted(glob.glob(g)) if glob.has_magic(g) else [g])]
+    files = [f for f, _ in expand_globs(given)[0]]
     if not given and params.get("workspace"):
         try:
             found = layout.discover(str(params["workspace"]))["env_files"]

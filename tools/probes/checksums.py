@@ -14,7 +14,6 @@ fails only when its parameters are wrong.
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import os
 import threading
@@ -22,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import layout
-from ._common import Context, ProbeFailure, TypedDict, file_entry, open_regular
+from ._common import Context, ProbeFailure, TypedDict, expand_globs, file_entry, open_regular
 
 try:
     from queue import SimpleQueue as _Queue
@@ -122,16 +121,8 @@ def collect(params: dict[str, Any], ctx: Context) -> ChecksumsValue:
     for a in algorithms:
         if a not in hashlib.algorithms_available:
             raise ProbeFailure("bad_params", f"unknown hash algorithm {a!r}")
-    files: list[FileDigest] = []
-    unmatched: list[str] = []
-    for p in paths:
-        if glob.has_magic(p):
-            matches = sorted(glob.glob(p))
-            if not matches:
-                unmatched.append(p)
-            files.extend(_one(m, algorithms, p) for m in matches)
-        else:
-            files.append(_one(p, algorithms, None))
+    found, unmatched = expand_globs(paths)
+    files = [_one(path, algorithms, pattern) for path, pattern in found]
     return {"files": files, "unmatched": unmatched, "source": source}
 
 

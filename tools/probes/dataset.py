@@ -14,7 +14,6 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import stat
@@ -22,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import layout
-from ._common import Context, ProbeFailure, TypedDict, file_entry, open_regular
+from ._common import Context, ProbeFailure, TypedDict, expand_globs, file_entry, open_regular
 
 NAME = "dataset"
 TIMEOUT = 120.0
@@ -231,16 +230,8 @@ def collect(params: dict[str, Any], ctx: Context) -> DatasetValue:
         # Columnar files need pyarrow to read: named in the fact, not read.
         source["not_read"] = [p for p in paths if p.lower().endswith(COLUMNAR)]
         paths = [p for p in paths if not p.lower().endswith(COLUMNAR)]
-    files: list[DatasetFile] = []
-    unmatched: list[str] = []
-    for p in paths:
-        if glob.has_magic(p):
-            matches = sorted(glob.glob(p))
-            if not matches:
-                unmatched.append(p)
-            files.extend(one(m, params, p) for m in matches[:100])
-        else:
-            files.append(one(p, params, None))
+    found, unmatched = expand_globs(paths, most=100)
+    files = [one(path, params, pattern) for path, pattern in found]
     return {"files": files, "unmatched": unmatched, "source": source}
 
 

@@ -23,15 +23,13 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import stat
 from typing import Any
 
 from ..parsers import plain_pickle
 from . import _workspace_env
-from ._common import Context, ProbeFailure, read_capped
+from ._common import Context, expand_globs, is_regular, profile_places, read_capped, walk_shallow
 
 NAME = "flight_recorder"
 TIMEOUT = 30.0
@@ -66,34 +64,23 @@ def _in_workspace(workspace: str) -> list[str]:
     """Files under ``workspace`` named with a rank whose first byte opens a pickle."""
     out: list[str] = []
     seen = 0
-    base = workspace.rstrip("/").count("/")
-    for top, dirs, files in os.walk(workspace):
-        if top.count("/") - base >= WALK_DEPTH:
-            dirs[:] = []
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    for top, files in walk_shallow(workspace, WALK_DEPTH):
         for name in files:
             seen += 1
             if seen > MAX_WALK:
                 return out
             if _RANKED.search(name):
                 path = os.path.join(top, name)
+                # A FIFO or device named like a dump must not block or be read.
+                if not is_regular(path, follow_symlinks=False):
+                    continue
                 try:
-                    # A FIFO or device named like a dump must not block or be read.
-                    if not stat.S_ISREG(os.lstat(path).st_mode):
-                        continue
                     with open(path, "rb") as fh:
                         if fh.read(1) == b"\x80":
                             out.append(path)
                 except OSError:
                     continue
     return out
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _rank_of(path: str) -> int | None:
@@ -200,17 +187,14 @@ def across(dumps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     workspace = params.get("workspace")
-    given = params.get("paths") or []
-    if not given and not workspace:
-        raise ProbeFailure("bad_params", "needs dump paths or a workspace")
-    where: list[tuple[str, str]] = [(g, "named by the profile") for g in given]
+    where = profile_places(params, "dump")
     if workspace:
         where += [(p + "*", why) for p, why in _prefixes_from_trainers(str(workspace))]
         where += [(p, "in the workspace, named with a rank") for p in _in_workspace(str(workspace))]
     paths: dict[str, str] = {}
     for pattern, why in where:
-        for path in sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]:
-            if len(paths) < MAX_DUMPS and _regular(path):
+        for path, _ in expand_globs([pattern])[0]:
+            if len(paths) < MAX_DUMPS and is_regular(path):
                 paths.setdefault(path, why)
     dumps = [dict(read_dump(p), why=why) for p, why in paths.items()]
     dumps.sort(key=lambda d: (d.get("rank") is None, d.get("rank") or 0, d["path"]))

@@ -23,7 +23,7 @@ import os
 from typing import Any
 
 from ._common import Context, ProbeFailure, TypedDict, open_regular, read_text_capped
-from .pyenv import _metadata, normalize, search_path
+from .pyenv import _metadata, normalize, path_entries, search_path
 
 NAME = "integrity"
 TIMEOUT = 180.0
@@ -65,17 +65,12 @@ class IntegrityValue(TypedDict):
 
 def find_dist_info(name: str, paths: list[str]) -> str | None:
     want = normalize(name)
-    for entry in paths:
-        try:
-            names = sorted(os.listdir(entry))
-        except OSError:
-            continue
-        for n in names:
-            stem = n[: -len(".dist-info")].rsplit("-", 1)[0]
-            if n.endswith(".dist-info") and normalize(stem) == want:
-                full = os.path.join(entry, n)
-                if normalize(_metadata(os.path.join(full, "METADATA")).get("Name", "")) == want:
-                    return full
+    for entry, n in path_entries(paths):
+        stem = n[: -len(".dist-info")].rsplit("-", 1)[0]
+        if n.endswith(".dist-info") and normalize(stem) == want:
+            full = os.path.join(entry, n)
+            if normalize(_metadata(os.path.join(full, "METADATA")).get("Name", "")) == want:
+                return full
     return None
 
 

@@ -44,15 +44,22 @@ SAMPLES, SPACING = 15, 0.15  # stack samples, seconds apart (the CPU window is t
 CAP_SYS_PTRACE = 19
 
 
-def _cap_ptrace() -> bool | None:
+def _status_number(pid: int | str, field: str, base: int = 10) -> int | None:
+    """The number ``field`` of ``/proc/PID/status`` starts with (None: no such field, or
+    the file cannot be read)."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("CapEff:"):
-                    return bool(int(line.split()[1], 16) >> CAP_SYS_PTRACE & 1)
-    except (OSError, ValueError):
+                if line.startswith(field + ":"):
+                    return int(line.split()[1], base)
+    except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _cap_ptrace() -> bool | None:
+    caps = _status_number("self", "CapEff", base=16)
+    return None if caps is None else bool(caps >> CAP_SYS_PTRACE & 1)
 
 
 def container_kind() -> tuple[str | None, str]:
@@ -263,7 +270,7 @@ def _process(
         "pid": pid,
         "cmdline": _cmd(pid)[:500],
         "state": _state(pid),
-        "uid": _uid(pid),
+        "uid": _status_number(pid, "Uid"),
         "torch_loaded": _torch_loaded(pid),
         "rss_bytes": _rss(pid),
         "children": kids,
@@ -299,25 +306,8 @@ def _torch_loaded(pid: int) -> bool | None:
 
 def _rss(pid: int) -> int | None:
     """Resident memory of ``pid`` in bytes (VmRSS)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _uid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    kib = _status_number(pid, "VmRSS")
+    return None if kib is None else kib * 1024
 
 
 def _state(pid: int) -> str | None:

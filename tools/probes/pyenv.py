@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ._common import SOURCE_MAX, Context, TypedDict, read_text_capped
@@ -111,34 +112,41 @@ def _read(path: str) -> str | None:
         return None
 
 
-def distributions(paths: list[str]) -> list[Dist]:
-    """Every ``*.dist-info`` and ``*.egg-info`` on ``paths``, in path order."""
-    found: list[Dist] = []
+def path_entries(paths: list[str]) -> Iterator[tuple[str, str]]:
+    """(directory, name) for what each directory of ``paths`` holds, in path order and
+    name order; a directory that cannot be listed holds nothing."""
     for entry in paths:
         try:
             names = sorted(os.listdir(entry))
         except OSError:
             continue
-        for n in names:
-            full = os.path.join(entry, n)
-            if n.endswith(".dist-info"):
-                meta = _metadata(os.path.join(full, "METADATA"))
-            elif n.endswith(".egg-info"):
-                meta = _metadata(os.path.join(full, "PKG-INFO") if os.path.isdir(full) else full)
-            else:
-                continue
-            if "Name" not in meta:
-                continue
-            d: Dist = {"name": meta["Name"], "version": meta.get("Version", ""), "location": entry}
-            if n.endswith(".dist-info"):
-                installer = _read(os.path.join(full, "INSTALLER"))
-                if installer:
-                    d["installer"] = installer.strip()
-                direct = _read(os.path.join(full, "direct_url.json"))
-                if direct:
-                    d["direct_url"] = direct.strip()[:300]
-                    d["editable"] = '"editable": true' in direct
-            found.append(d)
+        for name in names:
+            yield entry, name
+
+
+def distributions(paths: list[str]) -> list[Dist]:
+    """Every ``*.dist-info`` and ``*.egg-info`` on ``paths``, in path order."""
+    found: list[Dist] = []
+    for entry, n in path_entries(paths):
+        full = os.path.join(entry, n)
+        if n.endswith(".dist-info"):
+            meta = _metadata(os.path.join(full, "METADATA"))
+        elif n.endswith(".egg-info"):
+            meta = _metadata(os.path.join(full, "PKG-INFO") if os.path.isdir(full) else full)
+        else:
+            continue
+        if "Name" not in meta:
+            continue
+        d: Dist = {"name": meta["Name"], "version": meta.get("Version", ""), "location": entry}
+        if n.endswith(".dist-info"):
+            installer = _read(os.path.join(full, "INSTALLER"))
+            if installer:
+                d["installer"] = installer.strip()
+            direct = _read(os.path.join(full, "direct_url.json"))
+            if direct:
+                d["direct_url"] = direct.strip()[:300]
+                d["editable"] = '"editable": true' in direct
+        found.append(d)
     return found
 
 

@@ -21,28 +21,17 @@ import os
 from typing import Any
 
 from . import layout
-from ._common import Context, TypedDict, read_capped
+from ._common import Context, TypedDict, expand_globs, read_capped
+from ._torch_build import CONFIG_KEYS
 
 NAME = "script_patches"
 TIMEOUT = 60.0
 
-WATCHED = (
-    "is_fx_symbolic_tracing",
-    "_is_fx_tracing_flag",
-    "_is_compiling_flag",
-    "is_compiling",
-    "error_on_nested_fx_trace",
-    "force_compile_during_fx_trace",
-    "recompile_limit",
-    "cache_size_limit",
-    "accumulated_recompile_limit",
-    "accumulated_cache_size_limit",
-    "suppress_errors",
-)
 # The names of torch's FX check itself. Replacing one of them is the incident's
 # monkeypatch; the other WATCHED names are dynamo configuration, which steers the race
 # but patches no check (a trainer raising recompile_limit monkeypatches nothing).
 FX_CHECK = ("is_fx_symbolic_tracing", "_is_fx_tracing_flag", "_is_compiling_flag", "is_compiling")
+WATCHED = FX_CHECK + CONFIG_KEYS
 MARKERS = {
     "torch.compile": ("compile",),
     "flex_attention": ("flex_attention",),
@@ -291,18 +280,16 @@ def _patches_check(target: str) -> bool:
 
 
 def expand(paths: list[str]) -> tuple[list[str], list[str]]:
+    found, unmatched = expand_globs(paths)
     files: list[str] = []
-    unmatched: list[str] = []
-    for p in paths:
-        if glob.has_magic(p):
-            matches = sorted(glob.glob(p))
-            if not matches:
-                unmatched.append(p)
-            files.extend(m for m in matches if m.endswith(".py") or os.path.isfile(m))
-        elif os.path.isdir(p):
-            files.extend(sorted(glob.glob(os.path.join(p, "*.py"))))
+    for path, pattern in found:
+        if pattern is not None:
+            if path.endswith(".py") or os.path.isfile(path):
+                files.append(path)
+        elif os.path.isdir(path):
+            files.extend(sorted(glob.glob(os.path.join(path, "*.py"))))
         else:
-            files.append(p)
+            files.append(path)
     return files[:MAX_FILES], unmatched
 
 

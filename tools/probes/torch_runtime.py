@@ -26,19 +26,10 @@ import time
 from typing import Any
 
 from ._common import Context, ProbeFailure, TypedDict
+from ._torch_build import CONFIG_KEYS
 
 NAME = "torch_runtime"
 TIMEOUT = 120.0
-
-CONFIG_KEYS = (
-    "error_on_nested_fx_trace",
-    "force_compile_during_fx_trace",
-    "recompile_limit",
-    "cache_size_limit",
-    "accumulated_recompile_limit",
-    "accumulated_cache_size_limit",
-    "suppress_errors",
-)
 
 
 class Origin(TypedDict, total=False):

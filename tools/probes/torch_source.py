@@ -29,20 +29,11 @@ from typing import Any
 
 from . import _torch_build
 from ._common import SOURCE_MAX, Context, ProbeFailure, TypedDict, read_capped
+from ._torch_build import CONFIG_KEYS
 from .pyenv import find_package, search_path
 
 NAME = "torch_source"
 TIMEOUT = 60.0
-
-CONFIG_KEYS = (
-    "error_on_nested_fx_trace",
-    "force_compile_during_fx_trace",
-    "recompile_limit",
-    "cache_size_limit",
-    "accumulated_recompile_limit",
-    "accumulated_cache_size_limit",
-    "suppress_errors",
-)
 
 
 class Answer(TypedDict):

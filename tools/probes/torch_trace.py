@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import io
 import os
-import stat
 from typing import Any
 
 from ..parsers import torch_trace as parser
 from . import _workspace_env
-from ._common import Context, ProbeFailure, open_regular
+from ._common import Context, is_regular, open_regular, profile_places, walk_shallow
 
 NAME = "torch_trace"
 TIMEOUT = 60.0
@@ -38,16 +37,13 @@ def _files_in(directory: str) -> list[str]:
     out = []
     for name in names:
         path = os.path.join(directory, name)
-        if name.startswith(PREFIX) and name.endswith(".log") and _regular(path):
+        if (
+            name.startswith(PREFIX)
+            and name.endswith(".log")
+            and is_regular(path, follow_symlinks=False)
+        ):
             out.append(path)
     return out
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _mtime(path: str) -> float:
@@ -59,11 +55,7 @@ def _mtime(path: str) -> float:
 
 def _dirs_in_workspace(workspace: str) -> list[str]:
     out, seen = [], 0
-    base = workspace.rstrip("/").count("/")
-    for top, dirs, files in os.walk(workspace):
-        if top.count("/") - base >= WALK_DEPTH:
-            dirs[:] = []
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
+    for top, files in walk_shallow(workspace, WALK_DEPTH):
         seen += len(files)
         if any(f.startswith(PREFIX) for f in files):
             out.append(top)
@@ -74,10 +66,7 @@ def _dirs_in_workspace(workspace: str) -> list[str]:
 
 def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     workspace = params.get("workspace")
-    given = params.get("paths") or []
-    if not given and not workspace:
-        raise ProbeFailure("bad_params", "needs trace paths or a workspace")
-    where: list[tuple[str, str]] = [(str(g), "named by the profile") for g in given]
+    where = profile_places(params, "trace")
     if workspace:
         for pid, env in _workspace_env.in_workspace(str(workspace), ("TORCH_TRACE",)):
             where.append((env["TORCH_TRACE"], f"TORCH_TRACE of pid {pid}"))
@@ -85,7 +74,7 @@ def collect(params: dict[str, Any], ctx: Context) -> dict[str, Any]:
     found: dict[str, str] = {}
     for place, why in where:
         for path in _files_in(place) if os.path.isdir(place) else [place]:
-            if _regular(path):
+            if is_regular(path, follow_symlinks=False):
                 found.setdefault(path, why)
     newest = sorted(found, key=_mtime, reverse=True)[:MAX_FILES]
     traces = []

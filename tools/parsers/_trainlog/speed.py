@@ -32,9 +32,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from operator import le
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .points import Bounds, Point, break_reason, moved, point_doc, span_rate
+from .stats import middle
 
 # Stated averages since the segment began (Trainer's speed_metrics), best first, with the
 # unit each is in.
@@ -55,6 +56,31 @@ MAX_REL_ERROR = 0.2
 
 
 GAP = "a part of the log between was not read"
+
+if TYPE_CHECKING:  # annotations only: the bundle runs on Python 3.8
+    # A batch's columns: record lines, steps, then the values, totals, seconds and rates
+    # the speed's source has (None: it has no such column).
+    Columns = tuple[
+        list[int | None],
+        list[Any],
+        list[Any] | None,
+        list[Any] | None,
+        list[Any] | None,
+        list[Any] | None,
+    ]
+
+
+def _record(cols: Columns, k: int) -> tuple[int | None, Any, Any, Any, Any, Any]:
+    """Record ``k`` of the columns, in ``Point``'s order (a missing column gives None)."""
+    lines, steps, values, totals, secs, rates = cols
+    return (
+        lines[k],
+        steps[k],
+        None if values is None else values[k],
+        None if totals is None else totals[k],
+        None if secs is None else secs[k],
+        None if rates is None else rates[k],
+    )
 
 
 class Speed:
@@ -104,17 +130,16 @@ class Speed:
         (the common case, checked at C speed), they are one stretch of the current
         segment, and points are made only where a figure will cite one."""
         n = len(lines)
-        cols = [c for c in (steps, values, totals, secs, rates) if c is not None]
+        cols: Columns = (lines, steps, values, totals, secs, rates)
+        given = [c for c in cols[1:] if c is not None]
         if (
             n < 2
-            or not all(None not in c for c in cols)
+            or not all(None not in c for c in given)
             or not all(all(map(le, c, c[1:])) for c in (steps, totals, secs) if c is not None)
-            or not all(math.isfinite(sum(c)) for c in cols if c is not steps)
+            or not all(math.isfinite(sum(c)) for c in given if c is not steps)
         ):
-            return Batch(
-                points=[self._one(k, lines, steps, values, totals, secs, rates) for k in range(n)]
-            )
-        self._one(0, lines, steps, values, totals, secs, rates)
+            return Batch(points=[self._one(k, cols) for k in range(n)])
+        self._one(0, cols)
         seg = self.segment
         if len(self.segments) == seg + 1:
             last = self.segments[-1]
@@ -122,33 +147,18 @@ class Speed:
             last["last_line"], last["last_step"] = lines[-1], steps[-1]
         self.seen += n - 1
         self.seg_records += n - 1
-        batch = Batch(cols=(lines, steps, values, totals, secs, rates, seg))
+        batch = Batch(cols=cols, segment=seg)
         self.recent.extend(batch.at(k) for k in range(max(1, n - RECENT_MAX), n))
         self.prev = batch.at(n - 1)
         return batch
 
-    def _one(
-        self,
-        k: int,
-        lines: list[int | None],
-        steps: list[Any],
-        values: list[Any] | None,
-        totals: list[Any] | None,
-        secs: list[Any] | None,
-        rates: list[Any] | None,
-    ) -> Point | None:
+    def _one(self, k: int, cols: Columns) -> Point | None:
         """Record ``k`` as a point; a counter record without its pair (an evaluation's,
         say) is none."""
+        _, _, _, totals, secs, _ = cols
         if totals is not None and (totals[k] is None or secs is None or secs[k] is None):
             return None
-        return self.point(
-            lines[k],
-            steps[k],
-            None if values is None else values[k],
-            None if totals is None else totals[k],
-            None if secs is None else secs[k],
-            None if rates is None else rates[k],
-        )
+        return self.point(*_record(cols, k))
 
     def point(
         self,
@@ -215,9 +225,9 @@ class Speed:
             vals = sorted(p.value for p in pts if p.value is not None)
             if not vals:
                 return None
-            mid = len(vals) // 2
-            value = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
-            doc.update(value=value, how=f"median of {self.field} over the last {len(pts)} records")
+            doc.update(
+                value=middle(vals), how=f"median of {self.field} over the last {len(pts)} records"
+            )
             return doc
         rate = span_rate(pts[0], pts[-1], self.bounds)
         if rate is None:
@@ -241,10 +251,7 @@ class Speed:
             for a, b in zip(pts, pts[1:])  # noqa: RUF007 (3.8 has no pairwise)
             if a.segment == b.segment and b.seconds > a.seconds  # type: ignore[operator]
         )
-        if not gaps:
-            return None
-        mid = len(gaps) // 2
-        return gaps[mid] if len(gaps) % 2 else (gaps[mid - 1] + gaps[mid]) / 2
+        return middle(gaps) if gaps else None
 
     def shift_lines(self, delta: int | None) -> None:
         """Renumber a piece read on its own (``forked.shift_lines``)."""
@@ -325,12 +332,8 @@ class Speed:
     def summary(self, early: list[dict[str, Any]]) -> dict[str, Any]:
         """The speed's part of the summary; ``early``: the log's early windows
         (``result.early_windows``), whose median is the early baseline."""
-        vals = [w["speed"] for w in early if w.get("speed") is not None]
-        vals.sort()
-        mid = len(vals) // 2
-        early_value = (
-            None if not vals else vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
-        )
+        vals = sorted(w["speed"] for w in early if w.get("speed") is not None)
+        early_value = middle(vals) if vals else None
         return {
             "kind": self.kind,
             "field": self.field,
@@ -364,27 +367,21 @@ class Batch:
     """A batch of records as the speed read them: each a point (where something went back
     or was missing), or columns of one segment whose points are made on demand."""
 
-    __slots__ = ("cols", "points")
+    __slots__ = ("cols", "points", "segment")
 
     def __init__(
         self,
         points: list[Point | None] | None = None,
-        cols: tuple[Any, ...] | None = None,
+        cols: Columns | None = None,
+        segment: int = 0,
     ) -> None:
         self.points = points
         self.cols = cols
+        self.segment = segment  # the one segment the columns are a stretch of
 
     def at(self, k: int) -> Point:
-        lines, steps, values, totals, secs, rates, seg = self.cols  # type: ignore[misc]
-        return Point(
-            lines[k],
-            steps[k],
-            None if values is None else values[k],
-            None if totals is None else totals[k],
-            None if secs is None else secs[k],
-            None if rates is None else rates[k],
-            seg,
-        )
+        assert self.cols is not None
+        return Point(*_record(self.cols, k), self.segment)
 
     def feed(self, window: WindowSpeed, i: int, j: int) -> None:
         """Records ``i`` to ``j`` (excluded) into ``window``, as ``WindowSpeed.add`` one
@@ -396,7 +393,9 @@ class Batch:
             return
         if j <= i:
             return
-        _, _, values, totals, _, _, seg = self.cols  # type: ignore[misc]
+        assert self.cols is not None
+        _, _, values, totals, _, _ = self.cols
+        seg = self.segment
         if values is not None:
             window.vals.extend(values[i:j])
         if totals is not None:
@@ -432,10 +431,7 @@ class WindowSpeed:
     def summary(self, kind: str | None, bounds: Bounds) -> dict[str, Any]:
         if kind == "stated":
             vals = sorted(self.vals)
-            if not vals:
-                return {"speed": None}
-            mid = len(vals) // 2
-            return {"speed": vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2}
+            return {"speed": middle(vals) if vals else None}
         if self.anchor is None or self.last is None:
             return {"speed": None}
         rate = span_rate(self.anchor, self.last, bounds)

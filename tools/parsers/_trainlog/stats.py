@@ -105,6 +105,16 @@ def median(vals: list[float]) -> float | None:
     return quantile(sorted(vals), 0.5) if vals else None
 
 
+def middle(sorted_vals: Sequence[float]) -> float:
+    """The median of values already sorted (at least one) as a reader recomputes it by
+    hand: the middle value, or the mean of the two middle ones. ``median`` interpolates
+    through ``quantile`` instead, which can differ from this in the last bit."""
+    mid = len(sorted_vals) // 2
+    if len(sorted_vals) % 2:
+        return sorted_vals[mid]
+    return (sorted_vals[mid - 1] + sorted_vals[mid]) / 2
+
+
 class Window:
     """A run of consecutive records (``window_records`` of them) reduced to medians."""
 
