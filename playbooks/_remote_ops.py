@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # The operation this run performs (its JSON, the one argument): read by under() and beat().
@@ -23,6 +24,8 @@ CAP = 256 << 20
 NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+# What the "kinds" operation calls a path, by its file type (lstat's: a link is a link).
+KINDS = {stat.S_IFLNK: "link", stat.S_IFREG: "file", stat.S_IFDIR: "directory"}
 
 
 class Refused(Exception):
@@ -208,248 +211,278 @@ def proc_start(pid: int) -> str | None:
         return None
 
 
-def perform(kind: str) -> dict[str, Any]:
-    """The operation ``kind`` on ``op``'s arguments: what it answers."""
-    out: dict[str, Any]
-    if kind == "read":
-        data, _ = read_regular(op["path"])
-        out = {"data": base64.b64encode(data).decode(), "sha256": hashlib.sha256(data).hexdigest()}
-    elif kind == "write":
-        data = base64.b64decode(op["data"])
-        out = {"sha256": write_under(op["path"], data, follow_last=op.get("follow", False))}
-    elif kind == "stat":
-        out = {"exists": os.path.exists(op["path"])}
-        if out["exists"]:
-            out["size"] = os.path.getsize(op["path"])
-            out["sha256"] = sha(op["path"]) if os.path.isfile(op["path"]) else None
-    elif kind == "kinds":
-        out = {"kinds": []}
-        for path in op["paths"]:
-            try:
-                mode = os.lstat(path).st_mode
-                out["kinds"].append(
-                    "link"
-                    if stat.S_ISLNK(mode)
-                    else "file"
-                    if stat.S_ISREG(mode)
-                    else "directory"
-                    if stat.S_ISDIR(mode)
-                    else "special"
-                )
-            except FileNotFoundError:
-                out["kinds"].append("missing")
-    elif kind == "lock":
-        fd, name = under(op["path"], create=True, allow_dir=True)
+def op_read() -> dict[str, Any]:
+    data, _ = read_regular(op["path"])
+    return {"data": base64.b64encode(data).decode(), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def op_write() -> dict[str, Any]:
+    data = base64.b64decode(op["data"])
+    return {"sha256": write_under(op["path"], data, follow_last=op.get("follow", False))}
+
+
+def op_stat() -> dict[str, Any]:
+    out: dict[str, Any] = {"exists": os.path.exists(op["path"])}
+    if out["exists"]:
+        out["size"] = os.path.getsize(op["path"])
+        out["sha256"] = sha(op["path"]) if os.path.isfile(op["path"]) else None
+    return out
+
+
+def op_kinds() -> dict[str, Any]:
+    kinds = []
+    for path in op["paths"]:
         try:
-            try:
-                os.mkdir(name, 0o700, dir_fd=fd)
-                os.fsync(fd)
-                made = True
-            except FileExistsError:
-                made = False
-            lock_fd = os.open(name, DIR, dir_fd=fd)
-            try:
-                if made:
-                    w = os.open("owner", NEW, 0o600, dir_fd=lock_fd)
-                    with os.fdopen(w, "w") as fh:
-                        fh.write(op["owner"])
-                        fh.flush()
-                        os.fsync(fh.fileno())
-                    os.fsync(lock_fd)
-                    out = {"locked": True}
-                else:
-                    try:
-                        with os.fdopen(open_regular("owner", dir_fd=lock_fd), "rb") as fh:
-                            owner = fh.read(1 << 16).decode(errors="replace")
-                    except OSError:
-                        owner = "unknown"
-                    age = time.time() - os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
-                    out = {"locked": False, "owner": owner, "age": age}
-            finally:
-                os.close(lock_fd)
-        finally:
-            os.close(fd)
-    elif kind == "unlock":
-        fd, name = under(op["path"], allow_dir=True)
-        try:
-            lock_fd = os.open(name, DIR, dir_fd=fd)
-            try:
-                os.unlink("owner", dir_fd=lock_fd)
-            except OSError:
-                pass
-            finally:
-                os.close(lock_fd)
-            os.rmdir(name, dir_fd=fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        out = {}
-    elif kind == "break":
-        # A stale lock is renamed away, never removed in place: of two runs breaking it at
-        # once, one rename wins and the other finds the fresh lock of the winner.
-        fd, name = under(op["path"], allow_dir=True)
-        try:
-            gone = f"{name}.stale-{os.urandom(4).hex()}"
-            os.rename(name, gone, src_dir_fd=fd, dst_dir_fd=fd)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        out = {}
-    elif kind == "remove":
-        fd, name = under(op["path"])
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode):
-                raise Refused("{} is not a regular file".format(op["path"]))
-            os.unlink(name, dir_fd=fd)
-            os.fsync(fd)
+            kinds.append(KINDS.get(stat.S_IFMT(os.lstat(path).st_mode), "special"))
         except FileNotFoundError:
+            kinds.append("missing")
+    return {"kinds": kinds}
+
+
+def op_lock() -> dict[str, Any]:
+    fd, name = under(op["path"], create=True, allow_dir=True)
+    try:
+        try:
+            os.mkdir(name, 0o700, dir_fd=fd)
+            os.fsync(fd)
+            made = True
+        except FileExistsError:
+            made = False
+        lock_fd = os.open(name, DIR, dir_fd=fd)
+        try:
+            if made:
+                w = os.open("owner", NEW, 0o600, dir_fd=lock_fd)
+                with os.fdopen(w, "w") as fh:
+                    fh.write(op["owner"])
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.fsync(lock_fd)
+                return {"locked": True}
+            try:
+                with os.fdopen(open_regular("owner", dir_fd=lock_fd), "rb") as fh:
+                    owner = fh.read(1 << 16).decode(errors="replace")
+            except OSError:
+                owner = "unknown"
+            age = time.time() - os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+            return {"locked": False, "owner": owner, "age": age}
+        finally:
+            os.close(lock_fd)
+    finally:
+        os.close(fd)
+
+
+def op_unlock() -> dict[str, Any]:
+    fd, name = under(op["path"], allow_dir=True)
+    try:
+        lock_fd = os.open(name, DIR, dir_fd=fd)
+        try:
+            os.unlink("owner", dir_fd=lock_fd)
+        except OSError:
             pass
         finally:
-            os.close(fd)
-        out = {}
-    elif kind == "proc":
-        out = {"start": proc_start(op["pid"])}
-    elif kind == "pid":
-        try:
-            data, _ = read_regular(op["path"], 0, 4096)
-            pid = int(data.split()[0])
-            alive = running(pid)
-            out = {"pid": pid if alive else None, "alive": alive}
-        except (OSError, ValueError, IndexError, Refused):
-            out = {"pid": None, "alive": False}
-    elif kind == "alive":
-        out = {"alive": running(op["pid"])}
-    elif kind == "stdio":
-        # Where a running process's stdout and stderr go: a regular file, or None (a
-        # pipe, a terminal, /dev/null: nothing to keep writing to).
-        out = {}
-        for stream in ("1", "2"):
-            link: str | None
-            try:
-                link = os.readlink("/proc/{}/fd/{}".format(op["pid"], stream))
-            except OSError:
-                link = None
-            if link is not None and (not link.startswith("/") or not os.path.isfile(link)):
-                link = None
-            out[stream] = link
-    elif kind == "knob":
-        # Is FLAG (and VALUE) a string literal in the trainer's script or in the modules
-        # it imports from its own tree (its directory, the directories it puts on
-        # sys.path)? That is where an argparse/click option is declared. Nothing is run.
-        # With PATTERN instead of FLAG: the first literal the pattern matches whole
-        # (the option's name is the trainer's own), sorted for a stable answer.
-        import ast
-        import re
+            os.close(lock_fd)
+        os.rmdir(name, dir_fd=fd)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return {}
 
-        like = re.compile(op["pattern"]) if op.get("pattern") else None
-        roots = [os.path.dirname(os.path.abspath(op["script"]))]
-        todo: list[str] = [os.path.abspath(op["script"])]
-        seen: list[str] = []
-        found: str | None = None
-        literal: str | None = None
-        while todo and len(seen) < 300:
-            path = todo.pop(0)
-            if path in seen:
-                continue
-            seen.append(path)
-            try:
-                with open(path, "rb") as fh:
-                    tree = ast.parse(fh.read())
-            except (OSError, SyntaxError, ValueError):
-                continue
-            strings = set()
-            for n in ast.walk(tree):
-                if isinstance(n, ast.Constant) and isinstance(n.value, str):
-                    strings.add(n.value)
-                if (
-                    isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Attribute)
-                    and n.func.attr in ("insert", "append")
-                    and n.args
-                    and isinstance(n.args[-1], ast.Constant)
-                    and isinstance(n.args[-1].value, str)
-                ):
-                    roots.append(n.args[-1].value)
-            if like is not None:
-                named = sorted(t for t in strings if like.fullmatch(t))
-                if named:
-                    found, literal = path, named[0]
-                    break
-            elif op["flag"] in strings and (op.get("value") is None or op["value"] in strings):
-                found, literal = path, op["flag"]
-                break
-            here = os.path.dirname(path)
-            for n in ast.walk(tree):
-                names, bases = [], roots
-                if isinstance(n, ast.Import):
-                    names = [a.name for a in n.names]
-                elif isinstance(n, ast.ImportFrom):
-                    stem = n.module or ""
-                    names = [stem + "." + a.name if stem else a.name for a in n.names]
-                    names = names + ([stem] if stem else [])
-                    if n.level:
-                        up = here
-                        for _ in range(n.level - 1):
-                            up = os.path.dirname(up)
-                        bases = [up]
-                for name in names:
-                    for base in bases:
-                        cand = os.path.join(base, *name.split("."))
-                        for f in (cand + ".py", os.path.join(cand, "__init__.py")):
-                            if os.path.isfile(f) and f not in seen:
-                                todo.append(f)
-        out = {"found": found, "literal": literal, "searched": len(seen)}
-    elif kind == "stop":
-        pid = op["pid"]
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.time() + op["timeout"]
-        alive = True
-        while time.time() < deadline:
-            if exited(pid):
-                alive = False
-                break
-            beat()
-            time.sleep(0.2)
-        if alive:
-            os.kill(pid, signal.SIGKILL)
-        out = {"stopped": True, "killed": alive}
-    elif kind == "start":
-        fd, name = under(op["log"], create=True)
+
+def op_break() -> dict[str, Any]:
+    # A stale lock is renamed away, never removed in place: of two runs breaking it at
+    # once, one rename wins and the other finds the fresh lock of the winner.
+    fd, name = under(op["path"], allow_dir=True)
+    try:
+        gone = f"{name}.stale-{os.urandom(4).hex()}"
+        os.rename(name, gone, src_dir_fd=fd, dst_dir_fd=fd)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return {}
+
+
+def op_remove() -> dict[str, Any]:
+    fd, name = under(op["path"])
+    try:
+        if not stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise Refused("{} is not a regular file".format(op["path"]))
+        os.unlink(name, dir_fd=fd)
+        os.fsync(fd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+    return {}
+
+
+def op_pid() -> dict[str, Any]:
+    try:
+        data, _ = read_regular(op["path"], 0, 4096)
+        pid = int(data.split()[0])
+        alive = running(pid)
+        return {"pid": pid if alive else None, "alive": alive}
+    except (OSError, ValueError, IndexError, Refused):
+        return {"pid": None, "alive": False}
+
+
+def op_stdio() -> dict[str, Any]:
+    # Where a running process's stdout and stderr go: a regular file, or None (a pipe, a
+    # terminal, /dev/null: nothing to keep writing to).
+    out: dict[str, Any] = {}
+    for stream in ("1", "2"):
         try:
-            log = os.fdopen(os.open(name, APPEND, 0o644, dir_fd=fd), "ab")
-        finally:
-            os.close(fd)
-        env = dict(os.environ)
-        env.update(op.get("env") or {})
-        proc = subprocess.Popen(
-            op["argv"],
-            cwd=op["cwd"],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        out = {"pid": proc.pid, "start": proc_start(proc.pid)}
-    elif kind == "wait":
-        # Not our child (the starter has exited): poll, and count a zombie as gone.
-        deadline = time.time() + op["timeout"]
-        done = False
-        while time.time() < deadline:
-            if exited(op["pid"]):
-                done = True
-                break
-            beat()
-            time.sleep(0.5)
-        out = {"exited": done}
-    elif kind == "read_from":
-        data, size = read_regular(op["path"], op["offset"], op["limit"])
-        out = {"data": base64.b64encode(data).decode(), "size": size}
-    else:
-        raise ValueError("unknown op " + kind)
+            link = os.readlink("/proc/{}/fd/{}".format(op["pid"], stream))
+        except OSError:
+            link = ""
+        out[stream] = link if link.startswith("/") and os.path.isfile(link) else None
     return out
+
+
+def op_knob() -> dict[str, Any]:
+    # Is FLAG (and VALUE) a string literal in the trainer's script or in the modules it
+    # imports from its own tree (its directory, the directories it puts on sys.path)?
+    # That is where an argparse/click option is declared. Nothing is run. With PATTERN
+    # instead of FLAG: the first literal the pattern matches whole (the option's name is
+    # the trainer's own), sorted for a stable answer.
+    import ast
+    import re
+
+    like = re.compile(op["pattern"]) if op.get("pattern") else None
+    roots = [os.path.dirname(os.path.abspath(op["script"]))]
+    todo: list[str] = [os.path.abspath(op["script"])]
+    seen: list[str] = []
+    while todo and len(seen) < 300:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen.append(path)
+        try:
+            with open(path, "rb") as fh:
+                tree = ast.parse(fh.read())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        strings = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                strings.add(n.value)
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("insert", "append")
+                and n.args
+                and isinstance(n.args[-1], ast.Constant)
+                and isinstance(n.args[-1].value, str)
+            ):
+                roots.append(n.args[-1].value)  # a directory it puts on sys.path
+        if like is not None:
+            named = sorted(t for t in strings if like.fullmatch(t))
+            if named:
+                return {"found": path, "literal": named[0], "searched": len(seen)}
+        elif op["flag"] in strings and (op.get("value") is None or op["value"] in strings):
+            return {"found": path, "literal": op["flag"], "searched": len(seen)}
+        todo += [f for f in imported_files(tree, os.path.dirname(path), roots) if f not in seen]
+    return {"found": None, "literal": None, "searched": len(seen)}
+
+
+def imported_files(tree: Any, here: str, roots: list[str]) -> Iterator[str]:
+    """The files of the modules TREE imports, under ROOTS (a relative import: above HERE)."""
+    import ast
+
+    for n in ast.walk(tree):
+        names, bases = [], roots
+        if isinstance(n, ast.Import):
+            names = [a.name for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            stem = n.module or ""
+            names = [stem + "." + a.name if stem else a.name for a in n.names]
+            names = names + ([stem] if stem else [])
+            if n.level:
+                up = here
+                for _ in range(n.level - 1):
+                    up = os.path.dirname(up)
+                bases = [up]
+        for name in names:
+            for base in bases:
+                cand = os.path.join(base, *name.split("."))
+                for f in (cand + ".py", os.path.join(cand, "__init__.py")):
+                    if os.path.isfile(f):
+                        yield f
+
+
+def exits_within(pid: int, timeout: float, interval: float) -> bool:
+    """Whether PID stops within TIMEOUT seconds, polled every INTERVAL: not our child
+    (its starter has exited), so a zombie counts as gone."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if exited(pid):
+            return True
+        beat()
+        time.sleep(interval)
+    return False
+
+
+def op_stop() -> dict[str, Any]:
+    pid = op["pid"]
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    alive = not exits_within(pid, op["timeout"], 0.2)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    return {"stopped": True, "killed": alive}
+
+
+def op_start() -> dict[str, Any]:
+    fd, name = under(op["log"], create=True)
+    try:
+        log = os.fdopen(os.open(name, APPEND, 0o644, dir_fd=fd), "ab")
+    finally:
+        os.close(fd)
+    env = {**os.environ, **(op.get("env") or {})}
+    proc = subprocess.Popen(
+        op["argv"],
+        cwd=op["cwd"],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    return {"pid": proc.pid, "start": proc_start(proc.pid)}
+
+
+def op_read_from() -> dict[str, Any]:
+    data, size = read_regular(op["path"], op["offset"], op["limit"])
+    return {"data": base64.b64encode(data).decode(), "size": size}
+
+
+# Each operation by the name its JSON gives (its "op"): what it answers.
+OPERATIONS: dict[str, Callable[[], dict[str, Any]]] = {
+    "read": op_read,
+    "write": op_write,
+    "stat": op_stat,
+    "kinds": op_kinds,
+    "lock": op_lock,
+    "unlock": op_unlock,
+    "break": op_break,
+    "remove": op_remove,
+    "proc": lambda: {"start": proc_start(op["pid"])},
+    "pid": op_pid,
+    "alive": lambda: {"alive": running(op["pid"])},
+    "stdio": op_stdio,
+    "knob": op_knob,
+    "stop": op_stop,
+    "start": op_start,
+    "wait": lambda: {"exited": exits_within(op["pid"], op["timeout"], 0.5)},
+    "read_from": op_read_from,
+}
+
+
+def perform(kind: str) -> dict[str, Any]:
+    """The operation ``kind`` on ``op``'s arguments: what it answers."""
+    operation = OPERATIONS.get(kind)
+    if operation is None:
+        raise ValueError("unknown op " + kind)
+    return operation()
 
 
 def main() -> None:
