@@ -32,13 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from playbooks._backups import back_up, journaled_backups
 from playbooks._recovery import entry_words, recovery_steps, restorations
 from playbooks._run_window import console_summary, signature_hits, window_summary
 from playbooks._trainer import TrainerControl
 from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_process
+from playbooks.measure import Measure, overall_median
 from playbooks.remote import Remote
 from tools.errors import ApplyError
 from tools.parsers.signatures import FX_NESTED_TRACE
@@ -61,6 +62,8 @@ FX_TRACE = Recurrence(FX_NESTED_TRACE, "FX-trace error")
 
 
 class FileChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     path: str
     before_sha256: str | None  # None: the file does not exist yet
     after: str  # the new content (text files: launch scripts, hooks)
@@ -69,6 +72,8 @@ class FileChange(BaseModel):
 
 
 class FixPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     playbook: str
     hypothesis: str
     steps: list[str] = Field(default_factory=list)
@@ -82,6 +87,8 @@ class FixPlan(BaseModel):
 
 
 class FixOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     playbook: str
     status: Literal["applied", "already_applied", "rolled_back", "aborted", "declined", "planned"]
     detail: str = ""
@@ -142,22 +149,6 @@ class TrainerSite:
         if self.launch_text is not None:
             return ["sh", "-c", self.launch_text]
         return ["sh", self.launch_file]
-
-
-# What the restarted run's train-log records are judged by: given the new window's
-# summary (``tools.parsers.trainlog.summarize_log``), the tokens/s of the series the baseline
-# is for, and how many records that series has in the window.
-Measure = Callable[[dict[str, Any]], tuple[float | None, int]]
-
-
-def overall_median(summary: dict[str, Any]) -> tuple[float | None, int]:
-    """The window's median tokens/s over all its records (no subject known)."""
-    value = (summary.get("throughput") or {}).get("median")
-    records = summary.get("records")
-    return (
-        float(value) if isinstance(value, int | float) else None,
-        records if isinstance(records, int) else 0,
-    )
 
 
 class Playbook(Protocol):

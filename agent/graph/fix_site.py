@@ -16,7 +16,7 @@ from typing import Any
 from agent.analysis.throughput import subject
 from agent.rules.base import Evidence
 from playbooks import Remote, TrainerSite
-from playbooks.base import Measure, overall_median
+from playbooks.measure import Measure, overall_median
 from playbooks.site import running_trainer, site
 from tools.errors import ApplyError
 from tools.sweep import SweepSpec

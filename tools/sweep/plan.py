@@ -18,7 +18,7 @@ _SLACK = 30.0  # seconds the transport waits beyond the bundle's own worst case
 
 
 class PlannedProbe(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     params: dict[str, JsonValue] | None  # None: nothing configured to look at: skipped
@@ -27,7 +27,7 @@ class PlannedProbe(BaseModel):
 
 
 class Plan(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     interpreter: str
     probes: tuple[PlannedProbe, ...]
