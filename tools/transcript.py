@@ -46,6 +46,8 @@ FORMAT = "dflash-doctor-transcript"
 VERSION = 1
 SEAL = "seal"
 _SEAL_FIELDS = frozenset({"type", "prev", "events", "sha256", "key_id", "sealed_at", "hmac"})
+# What the writer puts around every event's own content: its kind, its number, the chain.
+ENVELOPE = frozenset({"type", "seq", "prev"})
 # Written by the writer itself, never as an event: an event of these types would read as
 # a second header or a premature seal.
 _RESERVED = frozenset({"header", SEAL})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,10 @@ from agent.cli.options import (
 from tools.errors import UsageError
 from tools.log import bind_contextvars, keep_off_prompts
 from tools.transport.ssh_options import SSHOptions
+
+if TYPE_CHECKING:
+    from agent.sessions.session import Session
+    from agent.sessions.targets import Resolved
 
 
 @reaches_targets
@@ -61,38 +65,15 @@ def diagnose(
     *,
     ssh: SSHOptions,
 ) -> None:
-    from agent.analysis.baseline import baseline_store
     from agent.cli.drive import drive
     from agent.cli.sessions import say_settings
     from agent.graph.state import DiagnosisState
-    from agent.model.hypotheses import KINDS
-    from agent.sessions.config import SessionConfig
-    from agent.sessions.session import Session, ssh_dict
     from agent.sessions.targets import resolve_target
 
     resolved = resolve_target(target, workspace=workspace, interpreter=interpreter, config=config)
-    if hypothesis is not None and hypothesis not in KINDS:
-        raise UsageError(f"--hypothesis {hypothesis!r}: not one of {', '.join(KINDS)}")
-    if proposer is not None:
-        # Only then: langchain's chat-model modules cost every other diagnosis nothing.
-        from agent.graph.proposer import load_model
-
-        load_model(proposer)  # a proposer that cannot be built fails before anything runs
-    if baseline is not None:
-        baseline_store().load(baseline)  # an unknown baseline fails before anything runs
+    _refuse_what_cannot_run(hypothesis, proposer, baseline)
     say_settings(resolved)
-    session = Session.create(
-        SessionConfig(
-            command="diagnose",
-            target=str(resolved.uri),
-            mode="guided",
-            spec=resolved.spec,
-            baseline=baseline,
-            ssh=ssh_dict(ssh),
-            redact_paths=redact_path or [],
-            proposer=proposer,
-        )
-    )
+    session = _session(resolved, baseline, proposer, redact_path or [], ssh)
     bind_contextvars(session=session.id)
     ask = sys.stdin.isatty() if interactive is None else interactive
     if ask:
@@ -107,3 +88,47 @@ def diagnose(
         interactive=ask,
     )
     drive(session, start, "json" if as_json else fmt, ask, full=full)
+
+
+def _refuse_what_cannot_run(
+    hypothesis: str | None, proposer: str | None, baseline: str | None
+) -> None:
+    """An unknown family, a proposer that cannot be built or an unknown baseline fails
+    before anything runs."""
+    from agent.analysis.baseline import baseline_store
+    from agent.model.hypotheses import KINDS
+
+    if hypothesis is not None and hypothesis not in KINDS:
+        raise UsageError(f"--hypothesis {hypothesis!r}: not one of {', '.join(KINDS)}")
+    if proposer is not None:
+        # Only then: langchain's chat-model modules cost every other diagnosis nothing.
+        from agent.graph.proposer import load_model
+
+        load_model(proposer)
+    if baseline is not None:
+        baseline_store().load(baseline)
+
+
+def _session(
+    resolved: Resolved,
+    baseline: str | None,
+    proposer: str | None,
+    redact_paths: list[str],
+    ssh: SSHOptions,
+) -> Session:
+    """The session a diagnosis of ``resolved`` is recorded in."""
+    from agent.sessions.config import SessionConfig
+    from agent.sessions.session import Session, ssh_dict
+
+    return Session.create(
+        SessionConfig(
+            command="diagnose",
+            target=str(resolved.uri),
+            mode="guided",
+            spec=resolved.spec,
+            baseline=baseline,
+            ssh=ssh_dict(ssh),
+            redact_paths=redact_paths,
+            proposer=proposer,
+        )
+    )

@@ -17,6 +17,7 @@ from tools.log import get_logger
 from tools.transport.ssh_options import SSHOptions
 
 if TYPE_CHECKING:
+    from agent.health.model import HealthRun
     from agent.health.output.names import Format
 
 log = get_logger(__name__)
@@ -65,7 +66,7 @@ def health(
     *,
     ssh: SSHOptions,
 ) -> None:
-    from agent.health.output.formats import render, write
+    from agent.health.output.formats import render
     from agent.health.run import plan_targets, run_health
 
     formats = _formats(fmt, out)
@@ -78,32 +79,41 @@ def health(
         config=config,
     )
     if out is not None:
-        # Before any target is checked: a nightly run that cannot write its report
-        # should say so at once, not after sweeping every host.
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            probe = out / ".dflash-doctor-write-check"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise UsageError(
-                f"{out}: cannot write the health report there: {exc.strerror}"
-            ) from None
+        _check_writable(out)
     run = run_health(targets, ssh=ssh, jobs=jobs, limit=target_timeout, trend=trend)
     if out is None:
         sys.stdout.write(render(run, formats[0]))
         sys.stdout.flush()
     else:
-        try:
-            written = write(run, formats, out)
-        except OSError as exc:
-            raise UsageError(f"{out}: cannot write the health report: {exc.strerror}") from None
-        if run.exit_code != 0:
-            # Quiet when all is well, so that cron mails and journals only speak up then.
-            typer.echo(f"health: exit {run.exit_code}: {run.exit_reason}")
-            typer.echo(f"  written: {', '.join(str(p) for p in written)}")
+        _write_out(run, formats, out)
     log.info("health_run", run=run.run, exit_code=run.exit_code, reason=run.exit_reason)
     raise typer.Exit(run.exit_code)
+
+
+def _check_writable(out: Path) -> None:
+    """Before any target is checked: a nightly run that cannot write its report should
+    say so at once, not after sweeping every host."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".dflash-doctor-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the health report there: {exc.strerror}") from None
+
+
+def _write_out(run: HealthRun, formats: list[Format], out: Path) -> None:
+    """Every format into ``out``; quiet when all is well, so that cron mails and journals
+    only speak up then."""
+    from agent.health.output.formats import write
+
+    try:
+        written = write(run, formats, out)
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the health report: {exc.strerror}") from None
+    if run.exit_code != 0:
+        typer.echo(f"health: exit {run.exit_code}: {run.exit_reason}")
+        typer.echo(f"  written: {', '.join(str(p) for p in written)}")
 
 
 def _formats(given: list[str] | None, out: Path | None) -> list[Format]:

@@ -13,24 +13,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import shlex
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from agent.analysis import applies, timing
-from agent.analysis.baseline import DiffEntry, Snapshot, baseline_store
+from agent.analysis import applies
+from agent.analysis.baseline import Snapshot, baseline_store
 from agent.analysis.diff_keys import comparables
-from agent.analysis.symptoms import Symptom, broken, is_fault, observed_healthy
-from agent.analysis.throughput import primary_entry, subject
+from agent.analysis.symptoms import Symptom, broken, observed_healthy
 from agent.graph.doctor import Doctor
 from agent.graph.gather import SweepGatherer
 from agent.graph.state import DiagnosisState
+from agent.health.family_checks import apply_check, cited_facts, family_checks, sweep_check
 from agent.health.model import (
     APPLIES_CHECK,
-    REGRESSED_BELOW,
     SWEEP_CHECK,
     SYMPTOMS_CHECK,
     SYMPTOMS_TITLE,
@@ -39,24 +37,24 @@ from agent.health.model import (
     Check,
     CheckStatus,
     Cited,
-    CitedFact,
-    Judged,
-    Metric,
     TargetResult,
-    figure,
 )
-from agent.model.claims import Claim, RatioBelow, Ref, check, resolve
-from agent.model.facts import Fact, Ledger, latest, observed
-from agent.model.hypotheses import TITLES, Hypothesis
+from agent.health.throughput_check import (
+    baseline_used,
+    drop_words,
+    result_metrics,
+    throughput_check,
+    verified_drops,
+)
+from agent.model.facts import Fact
+from agent.model.hypotheses import TITLES
 from agent.rules import default_rules
 from agent.rules.base import Rule
 from agent.sessions.config import SessionConfig
 from agent.sessions.runner import record_outcome, run_session
 from agent.sessions.session import Session, ssh_dict
 from tools.errors import DoctorError, TransportError
-from tools.figures import finite_number
 from tools.log import get_logger
-from tools.parsers.trainlog import EARLY_WHY
 from tools.sweep import Plan, SweepSpec, build_plan, render, sweep
 from tools.transport import SSHOptions, Transport
 from tools.transport.readonly import ReadOnlyCommand, ReadOnlyTransport
@@ -344,6 +342,8 @@ def not_checked(
 
 
 # -- from the final state to a result ---------------------------------------------------
+# The throughput check and the figures are agent.health.throughput_check's; the sweep, the
+# apply and the family checks agent.health.family_checks'; the run's own trend is read here.
 
 
 def target_result(
@@ -359,13 +359,13 @@ def target_result(
     facts = [ledger.get(i) for i in state.facts]
     used = baseline_used(ledger, state, snapshot)
     which = f"snapshot {snapshot.name!r}" if snapshot is not None else "derived"
-    throughput, judged = _throughput_check(ledger, state, which)
+    throughput, judged = throughput_check(ledger, state, which)
     checks = [
-        _sweep_check(facts),
+        sweep_check(facts),
         throughput,
         _symptom_check(state, judged is not None),
-        _apply_check(ledger, state),
-        *_family_checks(state, rules),
+        apply_check(ledger, state),
+        *family_checks(state, rules),
     ]
     regressed = [c.name for c in checks if c.status == "failed"]
     undecided = [c.name for c in checks if c.status == "error"]
@@ -379,7 +379,7 @@ def target_result(
         reason = f"insufficient evidence for: {', '.join(undecided)}{missing}"
     else:
         status, reason = "healthy", ""
-    metrics = _metrics(ledger, state, judged)
+    metrics = result_metrics(ledger, state, judged)
     cited = {c for check in checks for line in check.lines for c in line.cites}
     cited |= {c for m in metrics.values() for c in m.cites}
     cited |= set(used.cites)
@@ -400,191 +400,7 @@ def target_result(
         checks=checks,
         judged=judged,
         metrics=metrics,
-        facts=_cited_facts(ledger, state, cited),
-    )
-
-
-def baseline_used(ledger: Ledger, state: DiagnosisState, snapshot: Snapshot | None) -> Cited:
-    """Which baseline the diff compared with: the snapshot, or what the derived one was
-    read from (the throughput's source first), citing the facts it was read from."""
-    speed = primary_entry(state.diff)
-    if snapshot is not None:
-        cites = [speed.baseline.fact] if speed is not None else []
-        return Cited(
-            text=f"snapshot {snapshot.name!r} of {snapshot.target}, taken "
-            f"{snapshot.created_at:%Y-%m-%d %H:%M} UTC",
-            cites=cites,
-        )
-    head = "derived from the target's own record, as diagnose derives it"
-    if not state.diff:
-        return Cited(text=f"{head}: it records nothing to compare with")
-    parts, cites = [], []
-    if speed is not None:
-        parts.append(f"{_quantity(speed)} from {_source(ledger, speed.baseline)}")
-        cites.append(speed.baseline.fact)
-    others = [d.baseline for d in state.diff if d is not speed]
-    if others:
-        checkpoints = timing.baseline_checkpoints(others, ledger)
-        read = [f"what checkpoint {name} recorded [{fact}]" for name, _, fact in checkpoints]
-        named = {fact for _, _, fact in checkpoints}
-        for fact_id in dict.fromkeys(r.fact for r in others):
-            probe = ledger.get(fact_id).probe
-            if probe == "trainlog":
-                read.append(f"the train log's early window [{fact_id}]")
-            elif fact_id not in named:
-                read.append(f"the {probe} fact [{fact_id}]")
-        plural = "quantity" if len(others) == 1 else "quantities"
-        parts.append(f"{len(others)} other compared {plural} from {', '.join(read)}")
-        cites += [r.fact for r in others]
-    return Cited(text=f"{head}: {'; '.join(parts)}", cites=list(dict.fromkeys(cites)))
-
-
-def _quantity(speed: DiffEntry) -> str:
-    """ "drafter tokens/s (median of the last N records)" -> "drafter tokens/s"."""
-    return speed.label.partition(" (")[0]
-
-
-def _source(ledger: Ledger, ref: Ref) -> str:
-    """Where a derived baseline value was read: a checkpoint's record or the log's early
-    window (``agent.analysis.throughput``: ``early_median``)."""
-    fact = ledger.get(ref.fact)
-    if fact.probe == "checkpoints":
-        read = timing.baseline_checkpoints([ref], ledger)
-        if read:
-            name, step, _ = read[0]
-            when = f", written at step {step:,.0f}" if isinstance(step, int | float) else ""
-            return f"what checkpoint {name} recorded{when} [{fact.id}]"
-        return f"what the newest checkpoint recorded [{fact.id}]"
-    if fact.probe == "trainlog" and ref.path and ref.path[-1] == "early_median":
-        return f"the train log's early window ({EARLY_WHY}) [{fact.id}]"
-    return f"{'.'.join(map(str, ref.path))} in the {fact.probe} fact [{fact.id}]"
-
-
-def _throughput_check(
-    ledger: Ledger, state: DiagnosisState, which: str
-) -> tuple[Check, Judged | None]:
-    """The judged tokens/s against the baseline's (``which``: the snapshot, or derived):
-    failed when below ``REGRESSED_BELOW`` times it (the claim, checked on the two cited
-    facts), and the two figures, read from the same facts, for every output to print."""
-    speed = primary_entry(state.diff)
-    if speed is None:
-        log = latest(ledger, state.facts, "trainlog")
-        if log is not None and not log.ok:
-            return Check(
-                name=THROUGHPUT_CHECK,
-                title=THROUGHPUT_TITLE,
-                status="error",
-                message=f"could not read the train log: {log.error}",
-                lines=[Cited(text=f"trainlog: {log.error}", cites=[log.id])],
-            ), None
-        found = subject(log)
-        if found is None:
-            why = "no train log was found" if log is None else "the train log holds no tokens/s"
-        else:
-            why = f"the baseline ({which}) holds no {found.label}"
-        return Check(
-            name=THROUGHPUT_CHECK,
-            title=THROUGHPUT_TITLE,
-            status="skipped",
-            message=f"not judged: {why}",
-        ), None
-    claim = Claim(predicate=RatioBelow(a=speed.current, b=speed.baseline, ratio=REGRESSED_BELOW))
-    verdict = check(claim, ledger)
-    line = Cited(text=verdict.sentence, cites=list(verdict.cites), outcome=verdict.outcome)
-    now, then = _value(ledger, speed.current), _value(ledger, speed.baseline)
-    if verdict.outcome not in ("holds", "fails") or now is None or then is None:
-        return Check(
-            name=THROUGHPUT_CHECK,
-            title=THROUGHPUT_TITLE,
-            status="error",
-            message=f"could not compare: {verdict.sentence}",
-            lines=[line],
-        ), None
-    judged = Judged(
-        label=speed.label,
-        value=now,
-        value_fact=speed.current.fact,
-        baseline=then,
-        baseline_fact=speed.baseline.fact,
-    )
-    regressed = verdict.outcome == "holds"
-    message = (
-        f"{_quantity(speed)} {figure(now)} is {now / then:.2f}× the baseline's {figure(then)}: "
-        f"{'regressed' if regressed else 'not regressed'} (regressed below "
-        f"{REGRESSED_BELOW:g}× the baseline's, {figure(judged.threshold)}; baseline: {which})"
-    )
-    drops = _drops(state)
-    if regressed and drops:
-        # What the run did, beside the verdict: where it fell and what explains it.
-        message += "; " + "; ".join(_drop_words(s) for s in drops)
-    return Check(
-        name=THROUGHPUT_CHECK,
-        title=THROUGHPUT_TITLE,
-        status="failed" if regressed else "passed",
-        message=message,
-        lines=[line],
-    ), judged
-
-
-def _value(ledger: Ledger, ref: Ref) -> float | None:
-    return finite_number(resolve(ledger.get(ref.fact), ref.path)) if ref.fact in ledger else None
-
-
-def _drops(state: DiagnosisState) -> list[Symptom]:
-    """The verified drops of the judged throughput inside the run's own log."""
-    return [
-        s
-        for s in state.symptoms
-        if s.kind == "throughput_drop" and s.subject and s.status == "verified"
-    ]
-
-
-def _drop_words(drop: Symptom) -> str:
-    return drop.headline() + (
-        f" (explained by: {', '.join(drop.explained_by)})"
-        if drop.explained_by
-        else " (no verified family explains it)"
-    )
-
-
-def _sweep_check(facts: list[Fact]) -> Check:
-    failed = [f for f in facts if not f.ok]
-    lines = [Cited(text=f"{f.probe}: {f.error}", cites=[f.id]) for f in failed]
-    if facts and len(failed) == len(facts):
-        return Check(
-            name=SWEEP_CHECK,
-            title="probe sweep",
-            status="error",
-            message=f"no probe answered: {failed[0].error}",
-            lines=lines,
-        )
-    message = f"{len(facts) - len(failed)} of {len(facts)} probes answered"
-    if failed:
-        message += f"; could not observe: {', '.join(f.probe for f in failed)}"
-    return Check(
-        name=SWEEP_CHECK, title="probe sweep", status="passed", message=message, lines=lines
-    )
-
-
-def _apply_check(ledger: Ledger, state: DiagnosisState) -> Check:
-    """An apply of the doctor's that never ended leaves the target half changed: a
-    regression until its recovery runs (the next fix plan is that recovery)."""
-    halted = applies.interrupted(ledger, state.facts)
-    if not halted:
-        return Check(
-            name=APPLIES_CHECK,
-            title=applies.TITLE,
-            status="passed",
-            message="no apply left unfinished",
-        )
-    # An apply under way restarts the trainer: nothing about this run is decided.
-    under_way = applies.in_progress(ledger, state.facts)
-    return Check(
-        name=APPLIES_CHECK,
-        title=applies.TITLE,
-        status="error" if under_way else "failed",
-        message=halted[0][0],
-        lines=[Cited(text=text, cites=cites) for text, cites in halted],
+        facts=cited_facts(ledger, state, cited),
     )
 
 
@@ -631,13 +447,13 @@ def _trend(
     ]
     if possible:
         return "error", possible[0].headline() + ": the run's speed could not be judged"
-    drops = _drops(state)
+    drops = verified_drops(state)
     if drops and not judged:
-        return "failed", "; ".join(_drop_words(s) for s in drops) + (
+        return "failed", "; ".join(drop_words(s) for s in drops) + (
             " — inside the run, and no figure against a baseline shows it recovered"
         )
     if drops:
-        return "passed", "; ".join(_drop_words(s) for s in drops) + (
+        return "passed", "; ".join(drop_words(s) for s in drops) + (
             " — inside the run; the throughput check judges it against the baseline"
         )
     steady = [s for s in state.symptoms if s.kind == "throughput_steady" and s.subject]
@@ -649,126 +465,3 @@ def _trend(
     if state.symptoms:
         return "passed", "no sustained drop of the judged throughput"
     return "passed", "no trend read (no train-log windows enough for one)"
-
-
-def _lines(hypotheses: Iterable[Hypothesis]) -> list[Cited]:
-    return [
-        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
-        for h in hypotheses
-        for v in h.verdicts
-    ]
-
-
-def _family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
-    checks = []
-    for rule in rules:
-        found = [h for h in state.hypotheses if h.kind == rule.kind]
-        statuses = {h.status for h in found}
-        title = TITLES[rule.kind]
-        faults = [h for h in found if is_fault(h, state.symptoms)]
-        if faults:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="failed",
-                message="verified: every claim holds on its cited facts",
-                lines=_lines(faults),
-            )
-        elif statuses & {"unverifiable", "untested"}:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="error",
-                message="unverifiable: a claim cites a failed observation or a missing value",
-                lines=_lines(found),
-            )
-        elif "verified" in statuses:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="passed",
-                message="verified, and no fault on its own: it would explain a slowdown "
-                "or a stall, and the run shows neither",
-                lines=_lines([h for h in found if h.status == "verified"]),
-            )
-        elif found:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="passed",
-                message="refuted: a claim fails on its cited facts",
-                lines=_lines(found),
-            )
-        else:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="passed",
-                message="no hypothesis proposed from the facts",
-            )
-        checks.append(check)
-    return checks
-
-
-def _metrics(ledger: Ledger, state: DiagnosisState, judged: Judged | None) -> dict[str, Metric]:
-    """The figures every output prints. tokens/s and the baseline's are ``judged``'s when
-    the throughput was judged: what the verdict followed from, never another reading."""
-    out: dict[str, Metric] = {}
-    trainlog = observed(latest(ledger, state.facts, "trainlog"))
-    host = observed(latest(ledger, state.facts, "host"))
-    found = subject(trainlog)
-    who = found.who if found is not None else ""
-    # The quantity in the trainer's own unit ("drafter tokens/s", "samples/s"): the
-    # metric keeps its name, the label says what the number is.
-    if judged is not None:
-        out["tokens_per_s"] = Metric(
-            value=judged.value,
-            cites=[judged.value_fact],
-            label=judged.label.partition(" (")[0],
-        )
-    if trainlog is not None:
-        for key, path, label in (
-            (
-                "tokens_per_s",
-                found.path if found else ("throughput", "recent_median"),
-                found.label.partition(" (")[0] if found else "tokens/s",
-            ),
-            ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
-        ):
-            value = finite_number(resolve(trainlog, path))
-            if value is not None and key not in out:
-                out[key] = Metric(value=value, cites=[trainlog.id], label=label)
-        last = finite_number(resolve(trainlog, ("time", "last")))
-        now = finite_number(resolve(host, ("now",))) if host is not None else None
-        if last is not None and now is not None and host is not None:
-            out["last_step_age_s"] = Metric(
-                value=round(now - last, 3),
-                cites=[host.id, trainlog.id],
-                label="seconds from the last train-log record to the target's clock",
-            )
-    if judged is not None:
-        out["baseline_tokens_per_s"] = Metric(
-            # "drafter tokens/s (median of the last N records)" -> "baseline drafter tokens/s"
-            value=judged.baseline,
-            cites=[judged.baseline_fact],
-            label=f"baseline {judged.label.partition(' (')[0]}",
-        )
-    return out
-
-
-def _cited_facts(ledger: Ledger, state: DiagnosisState, cited: set[str]) -> list[CitedFact]:
-    order = [*state.facts, *state.baseline_facts]
-    out = []
-    for fact_id in dict.fromkeys(order):
-        if fact_id not in cited or fact_id not in ledger:
-            continue
-        fact = ledger.get(fact_id)
-        out.append(
-            CitedFact(
-                id=fact.id,
-                probe=fact.probe,
-                command=shlex.join(fact.argv),
-                baseline=fact_id in state.baseline_facts and fact_id not in state.facts,
-            )
-        )
-    return out

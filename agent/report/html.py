@@ -6,7 +6,8 @@ the fact); nothing is drawn that a fact does not hold. A log whose step went bac
 restart, a resume from a checkpoint) is drawn as one line per run segment, never as a
 line going back. Marks stand at the steps facts give: the verified change points of the
 judged throughput, the restarts the train log sampled, and a crash where the console
-log printed a step before it; each mark's tooltip cites its fact.
+log printed a step before it; each mark's tooltip cites its fact. What is drawn is read
+from the facts by ``agent.report.plot_data``; this module lays it out and writes the page.
 """
 
 from __future__ import annotations
@@ -14,162 +15,28 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
 
-from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
 from agent.graph.state import DiagnosisState
-from agent.model.claims import unshown, window_series
+from agent.model.claims import unshown
 from agent.model.facts import Fact, Ledger, latest, observed
 from agent.report.model import Report
+from agent.report.plot_data import (
+    Mark,
+    Segment,
+    Series,
+    change_marks,
+    crash_marks,
+    number_text,
+    restart_marks,
+    throughput_series,
+    unplaced_crashes,
+)
 from agent.report.threads import CSS as THREAD_CSS
 from agent.report.threads import thread_bars
 
 _ID = re.compile(r"\[(F-[0-9a-f]{4,})\]")
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One run of the log: its points in step order, up to where the step went back."""
-
-    points: tuple[tuple[float, float], ...]  # (step, tokens/s)
-    restart_line: int | None = None  # the log line of the restart it follows, when known
-
-    @property
-    def span(self) -> str:
-        first, last = self.points[0][0], self.points[-1][0]
-        return f"step {_n(first)}" if first == last else f"steps {_n(first)}–{_n(last)}"
-
-
-@dataclass(frozen=True)
-class Series:
-    label: str  # "now" or "baseline"
-    fact: str
-    segments: tuple[Segment, ...]
-
-    @property
-    def points(self) -> list[tuple[float, float]]:
-        return [p for s in self.segments for p in s.points]
-
-
-@dataclass(frozen=True)
-class Mark:
-    """A vertical line at a step, with a short label and a tooltip citing its fact."""
-
-    kind: Literal["change", "restart", "crash"]
-    step: float
-    label: str
-    title: str
-
-
-def _n(value: object) -> str:
-    if not isinstance(value, int | float):
-        return "?"
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _subject_paths(fact: Fact) -> list[tuple[str, ...]] | None:
-    """Where the judged throughput is in a window: one path per series it sums."""
-    found = subject(fact)
-    if found is None:
-        return None
-    if found.members:
-        return [("tok_s_median_by_group", g) for g in found.members]
-    if found.path[0] == "groups":
-        return [("tok_s_median_by_group", str(found.path[1]))]
-    return [("speed",)]
-
-
-def _restart_samples(fact: Fact) -> list[dict[str, Any]]:
-    samples = _dict(_dict(fact.value).get("steps")).get("restart_samples")
-    return [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []
-
-
-class WindowPoint(NamedTuple):
-    line: int | None  # the window's first line in the log
-    step: float  # its first step: where it is drawn
-    last_step: float
-    value: float  # tokens/s
-
-
-class Restart(NamedTuple):
-    """A restart sample: where in the log the step went back, and to which step."""
-
-    line: int
-    to_step: float
-
-
-def split_runs(points: Sequence[WindowPoint], restarts: Sequence[Restart]) -> list[Segment]:
-    """Points cut into run segments. A new one starts where the step is below the
-    previous point's, or at the first point after a restart back below the steps the
-    segment reached. A restart inside a window leaves that window's start, and so its
-    point, in the old run; the devices of a run restarting one after another, back to
-    where the new segment began, are that one restart."""
-    segments: list[Segment] = []
-    current: list[tuple[float, float]] = []
-    after: int | None = None
-    prev_line: int | None = None
-    prev_step = reach = -math.inf
-    for point in points:
-        back = [
-            r.line
-            for r in restarts
-            if prev_line is not None
-            and point.line is not None
-            and prev_line < r.line <= point.line
-            and r.to_step < reach
-        ]
-        if current and (point.step < prev_step or back):
-            segments.append(Segment(tuple(current), after))
-            current, after, reach = [], min(back, default=None), -math.inf
-        current.append((point.step, point.value))
-        prev_line, prev_step = point.line, point.step
-        reach = max(reach, point.last_step)
-    if current:
-        segments.append(Segment(tuple(current), after))
-    return segments
-
-
-def _restarts(fact: Fact) -> list[Restart]:
-    """The restart samples a place in the log and a step can be read from."""
-    return [
-        Restart(s["line"], float(s["to_step"]))
-        for s in _restart_samples(fact)
-        if isinstance(s.get("line"), int) and isinstance(s.get("to_step"), int | float)
-    ]
-
-
-def _first_line(window: object) -> int | None:
-    line = _dict(window).get("first_line")
-    return line if isinstance(line, int) else None
-
-
-def throughput_series(fact: Fact | None, label: str) -> Series | None:
-    """The judged throughput (agent.analysis.throughput's subject: the drafter series, a sum over
-    several, or the log's one series) per log window of a train-log fact, at the step of
-    the window's start, in run segments (``split_runs``)."""
-    if fact is None:
-        return None
-    paths = _subject_paths(fact)
-    windows = fact.value.get("windows") if isinstance(fact.value, dict) else None
-    if paths is None or not isinstance(windows, list):
-        return None
-    # The numbers the symptoms' WindowRatio claims are checked on (a sum carries each
-    # device's latest value across interleaved windows), so a change point's ratio is
-    # one of what is drawn.
-    points = [
-        WindowPoint(_first_line(windows[i]), first, first if last is None else last, value)
-        for i, value, first, last in window_series(windows, paths)
-        if first is not None
-    ]
-    segments = split_runs(points, _restarts(fact))
-    return Series(label, fact.id, tuple(segments)) if segments else None
 
 
 def segment_label(series: Series, index: int) -> str:
@@ -191,102 +58,6 @@ def series_title(fact: Fact | None) -> str:
     """What the plot shows, in the log's own words ("drafter tokens/s", "tokens/s")."""
     found = subject(fact)
     return f"{found.who if found else ''}tokens/s per log window"
-
-
-def _cite(ids: Sequence[str]) -> str:
-    return " ".join(f"[{i}]" for i in ids)
-
-
-def change_marks(symptoms: Sequence[Symptom]) -> list[Mark]:
-    """The verified change points of the judged throughput, at the first step after."""
-    marks = []
-    for s in symptoms:
-        if (
-            not s.subject
-            or s.status != "verified"
-            or s.kind not in ("throughput_drop", "throughput_rise")
-            or s.step is None
-            or s.ratio is None
-        ):
-            continue
-        verb = "fell" if s.kind == "throughput_drop" else "rose"
-        cites = sorted({f for claim in s.claims for f in claim.cites})
-        marks.append(
-            Mark(
-                "change",
-                s.step,
-                f"{verb} to {s.ratio:.2f}× at step {_n(s.step)}",
-                f"{s.headline()} (verified) {_cite(cites)}",
-            )
-        )
-    return marks
-
-
-def restart_marks(fact: Fact) -> list[Mark]:
-    """One mark per step the train log's restart samples say a run started again at."""
-    moves: dict[float, list[str]] = {}
-    for sample in _restart_samples(fact):
-        to = sample.get("to_step")
-        if not isinstance(to, int | float):
-            continue
-        line = sample.get("line")
-        where = f" at line {line:,}" if isinstance(line, int) else ""
-        moves.setdefault(float(to), []).append(f"{_n(sample.get('from_step'))}→{_n(to)}{where}")
-    return [
-        Mark(
-            "restart",
-            step,
-            "restart",
-            f"restart: the logged step went back {', '.join(m)} [{fact.id}]",
-        )
-        for step, m in sorted(moves.items())
-    ]
-
-
-def _crashes(fact: Fact | None) -> list[tuple[str, dict[str, Any], float | None]]:
-    """The console log's stated causes of a crash (its ``exception_causes``), each with
-    the last step the log printed before it, where the fact holds one (the cause's own,
-    else that of the signature the cause is named by)."""
-    value = _dict(fact.value) if fact is not None else {}
-    signatures = _dict(value.get("signatures"))
-    out = []
-    for key, cause in sorted(_dict(value.get("exception_causes")).items()):
-        if not isinstance(cause, dict):
-            continue
-        before = _dict(
-            cause.get("first_after_step") or _dict(signatures.get(key)).get("first_after_step")
-        )
-        step = before.get("step")
-        out.append((key, cause, float(step) if isinstance(step, int | float) else None))
-    return out
-
-
-def crash_marks(fact: Fact | None) -> list[Mark]:
-    """Each crash the console log dates by a step it printed before it."""
-    if fact is None:
-        return []
-    return [
-        Mark(
-            "crash",
-            step,
-            f"{cause.get('exception') or key} after step {_n(step)}",
-            f"crash: {cause.get('first') or key} (console log line "
-            f"{_n(cause.get('first_line'))}, after it printed step {_n(step)}) [{fact.id}]",
-        )
-        for key, cause, step in _crashes(fact)
-        if step is not None
-    ]
-
-
-def unplaced_crashes(fact: Fact | None) -> str | None:
-    """Why a crash the console log states is not on the plot: it printed no step."""
-    names = sorted({str(c.get("exception") or k) for k, c, step in _crashes(fact) if step is None})
-    if fact is None or not names:
-        return None
-    return (
-        f"The console log [{fact.id}] states {', '.join(names)} but prints no step before "
-        "it, so the plot does not place it."
-    )
 
 
 WIDTH = 900
@@ -450,7 +221,7 @@ def _axes_svg(frame: _Frame) -> list[str]:
     for step in _step_ticks(frame.x0, frame.x1):
         parts.append(
             f'<text x="{frame.px(step):.1f}" y="{frame.bottom + 16:.1f}" '
-            f'text-anchor="middle">{_n(step)}</text>'
+            f'text-anchor="middle">{number_text(step)}</text>'
         )
     middle = (frame.top + frame.bottom) / 2
     parts += [
@@ -477,7 +248,7 @@ def _segment_svg(series: Series, index: int, segment: Segment, frame: _Frame) ->
     parts += [
         f'<circle cx="{frame.px(x):.1f}" cy="{frame.py(y):.1f}" r="{width / 2 + 2:g}" '
         f'fill="{color}">'
-        f"<title>{label}: step {_n(x)}, {y:,.0f} tok/s [{series.fact}]</title></circle>"
+        f"<title>{label}: step {number_text(x)}, {y:,.0f} tok/s [{series.fact}]</title></circle>"
         for x, y in segment.points
     ]
     return parts

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent.analysis.baseline import DiffEntry
 from agent.analysis.symptoms import Symptom
@@ -20,7 +20,9 @@ from agent.model.facts import Fact, Ledger
 from agent.model.hypotheses import Hypothesis
 from tools.errors import TranscriptError
 from tools.signing import load_key
-from tools.transcript import SealCheck, read_sealed
+from tools.transcript import ENVELOPE, SealCheck, read_sealed
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
@@ -29,6 +31,12 @@ class Recorded:
     state: DiagnosisState
     ledger: Ledger
     seal: SealCheck
+
+
+def flat_event(model: type[M], event: dict[str, Any]) -> M:
+    """A model recorded flat in its event (an answer, a refusal): the event less the
+    writer's envelope, so that a field the model does not know is still refused."""
+    return model.model_validate({k: v for k, v in event.items() if k not in ENVELOPE})
 
 
 def ill_shaped(path: Path, exc: Exception) -> TranscriptError:
@@ -100,8 +108,8 @@ def _recorded(path: Path, sealed: Any) -> Recorded:
         focus=verdict.get("focus") or [],
         examined=verdict.get("examined") or {},
         offered_for=verdict.get("offered_for") or {},
-        refused=[Refusal.model_validate(e) for e in events if e["type"] == "refused"],
-        answers=[Answer.model_validate(e) for e in events if e["type"] == "answer"],
+        refused=[flat_event(Refusal, e) for e in events if e["type"] == "refused"],
+        answers=[flat_event(Answer, e) for e in events if e["type"] == "answer"],
         choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],
     )
     return Recorded(header=header, state=state, ledger=ledger, seal=sealed.seal)

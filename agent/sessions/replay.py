@@ -58,7 +58,7 @@ from agent.model.facts import Fact, Ledger
 from agent.model.hypotheses import Hypothesis
 from agent.rules import default_rules
 from agent.rules.base import Evidence, Rule
-from agent.sessions.recorded import ill_shaped
+from agent.sessions.recorded import flat_event, ill_shaped
 from tools.errors import TranscriptError
 from tools.signing import load_key
 from tools.sweep import SweepSpec
@@ -213,7 +213,7 @@ def _recording(path: Path, header: dict[str, Any], events: list[dict[str, Any]])
                 for e in events
                 if e["type"] == "fact" and e.get("baseline")
             ],
-            answers=[Answer.model_validate(e) for e in events if e["type"] == "answer"],
+            answers=[flat_event(Answer, e) for e in events if e["type"] == "answer"],
             choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],
             hypotheses=[
                 Hypothesis.model_validate(e["hypothesis"])

@@ -20,16 +20,11 @@ from agent.analysis.symptoms import check_all
 from agent.graph.state import DiagnosisState
 from agent.model.facts import Fact, Ledger, latest
 from agent.report.build import build_report
-from agent.report.html import (
-    BASELINE,
-    MARK_STYLES,
-    NOW_COLORS,
-    PAD_L,
+from agent.report.html import BASELINE, MARK_STYLES, NOW_COLORS, PAD_L, render_html, segment_label
+from agent.report.plot_data import (
     change_marks,
     crash_marks,
-    render_html,
     restart_marks,
-    segment_label,
     throughput_series,
     unplaced_crashes,
 )
