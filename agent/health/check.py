@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from agent.analysis import applies
 from agent.analysis.baseline import Snapshot, baseline_store
@@ -325,11 +326,7 @@ def not_checked(
     else:
         used = "derived from the target's own record (nothing was read from it)"
     return TargetResult(
-        target=target.label,
-        uri=target.uri,
-        workspace=target.spec.workspace,
-        profile=target.profile,
-        baseline=target.baseline,
+        **_identity(target),
         baseline_used=Cited(text=used),
         status="could_not_check",
         reason=reason,
@@ -384,11 +381,7 @@ def target_result(
     cited |= {c for m in metrics.values() for c in m.cites}
     cited |= set(used.cites)
     return TargetResult(
-        target=target.label,
-        uri=target.uri,
-        workspace=target.spec.workspace,
-        profile=target.profile,
-        baseline=target.baseline,
+        **_identity(target),
         baseline_used=used,
         status=status,
         reason=reason,
@@ -465,3 +458,14 @@ def _trend(
     if state.symptoms:
         return "passed", "no sustained drop of the judged throughput"
     return "passed", "no trend read (no train-log windows enough for one)"
+
+
+def _identity(target: HealthTarget) -> dict[str, Any]:
+    """What names a target in its result: as the user gave it, where, and against what."""
+    return {
+        "target": target.label,
+        "uri": target.uri,
+        "workspace": target.spec.workspace,
+        "profile": target.profile,
+        "baseline": target.baseline,
+    }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from agent.analysis import applies
 from agent.analysis.symptoms import is_fault
@@ -73,51 +74,39 @@ def family_checks(state: DiagnosisState, rules: Sequence[Rule]) -> list[Check]:
     checks = []
     for rule in rules:
         found = [h for h in state.hypotheses if h.kind == rule.kind]
-        statuses = {h.status for h in found}
-        title = TITLES[rule.kind]
-        faults = [h for h in found if is_fault(h, state.symptoms)]
-        if faults:
-            check = Check(
+        status, message, shown = _family_outcome(found, state)
+        checks.append(
+            Check(
                 name=rule.kind,
-                title=title,
-                status="failed",
-                message="verified: every claim holds on its cited facts",
-                lines=_lines(faults),
+                title=TITLES[rule.kind],
+                status=status,
+                message=message,
+                lines=_lines(shown),
             )
-        elif statuses & {"unverifiable", "untested"}:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="error",
-                message="unverifiable: a claim cites a failed observation or a missing value",
-                lines=_lines(found),
-            )
-        elif "verified" in statuses:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="passed",
-                message="verified, and no fault on its own: it would explain a slowdown "
-                "or a stall, and the run shows neither",
-                lines=_lines([h for h in found if h.status == "verified"]),
-            )
-        elif found:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="passed",
-                message="refuted: a claim fails on its cited facts",
-                lines=_lines(found),
-            )
-        else:
-            check = Check(
-                name=rule.kind,
-                title=title,
-                status="passed",
-                message="no hypothesis proposed from the facts",
-            )
-        checks.append(check)
+        )
     return checks
+
+
+def _family_outcome(
+    found: list[Hypothesis], state: DiagnosisState
+) -> tuple[Literal["failed", "error", "passed"], str, list[Hypothesis]]:
+    """A family's check from its hypotheses: its status, why, and whose claims it shows."""
+    statuses = {h.status for h in found}
+    faults = [h for h in found if is_fault(h, state.symptoms)]
+    if faults:
+        return "failed", "verified: every claim holds on its cited facts", faults
+    if statuses & {"unverifiable", "untested"}:
+        why = "unverifiable: a claim cites a failed observation or a missing value"
+        return "error", why, found
+    if "verified" in statuses:
+        why = (
+            "verified, and no fault on its own: it would explain a slowdown or a stall,"
+            " and the run shows neither"
+        )
+        return "passed", why, [h for h in found if h.status == "verified"]
+    if found:
+        return "passed", "refuted: a claim fails on its cited facts", found
+    return "passed", "no hypothesis proposed from the facts", []
 
 
 def cited_facts(ledger: Ledger, state: DiagnosisState, cited: set[str]) -> list[CitedFact]:
