@@ -38,15 +38,9 @@ from agent.analysis.loss import loss_diverged, loss_nonfinite
 from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
 from agent.analysis.unobserved import speed_unobserved
-from agent.model.claims import (
-    AtLeast,
-    Claim,
-    PathPart,
-    Ref,
-    WindowRatio,
-    window_series,
-)
-from agent.model.facts import Fact, as_dict
+from agent.model.claims import AtLeast, Claim, Ref, WindowRatio
+from agent.model.facts import Fact, PathPart, as_dict
+from agent.model.windows import window_series
 
 MAX_GROUPS = 16
 

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 from agent.analysis.change_points import STEADY_MIN
 from agent.analysis.symptoms import Symptom
-from agent.model.claims import AtLeast, Claim, Exists, Ref, WindowRatio, window_series
+from agent.model.claims import AtLeast, Claim, Exists, Ref, WindowRatio
 from agent.model.facts import Fact, as_dict
+from agent.model.windows import window_series
 
 DIVERGED = 2.0  # the last quarter's median loss at least this times the early windows'
 

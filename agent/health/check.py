@@ -410,7 +410,7 @@ def _symptom_check(state: DiagnosisState, judged: bool) -> Check:
     faults = broken(state.symptoms)
     unseen = [s for s in state.symptoms if s.kind == "speed_unobserved" and s.status == "verified"]
     lines = [
-        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        Cited(text=v.stated(), cites=list(v.cites), outcome=v.outcome)
         for s in state.symptoms
         if s.subject or s.kind in ("restarted", "stopped") or s in faults
         for v in s.verdicts

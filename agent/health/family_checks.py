@@ -62,7 +62,7 @@ def apply_check(ledger: Ledger, state: DiagnosisState) -> Check:
 
 def _lines(hypotheses: Iterable[Hypothesis]) -> list[Cited]:
     return [
-        Cited(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+        Cited(text=v.stated(), cites=list(v.cites), outcome=v.outcome)
         for h in hypotheses
         for v in h.verdicts
     ]

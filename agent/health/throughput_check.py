@@ -112,7 +112,7 @@ def throughput_check(
         ), None
     claim = Claim(predicate=RatioBelow(a=speed.current, b=speed.baseline, ratio=REGRESSED_BELOW))
     verdict = check(claim, ledger)
-    line = Cited(text=verdict.sentence, cites=list(verdict.cites), outcome=verdict.outcome)
+    line = Cited(text=verdict.stated(), cites=list(verdict.cites), outcome=verdict.outcome)
     now, then = _value(ledger, speed.current), _value(ledger, speed.baseline)
     if verdict.outcome not in ("holds", "fails") or now is None or then is None:
         return Check(

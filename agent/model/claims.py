@@ -19,12 +19,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from agent.model.facts import Fact, Ledger
+from agent.model.facts import Fact, Ledger, PathPart
 from agent.model.shown import shown_value
 from agent.model.versions import difference
+from agent.model.windows import window_values
 from tools.figures import finite_number
-
-PathPart = str | int
 
 
 class Ref(BaseModel):
@@ -48,10 +47,20 @@ class Ref(BaseModel):
 class _Pred(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def claimed(self) -> str:
+        """What the claim says of its value, in a few words ("≥ 1", "present"): shown
+        beside a failing claim's sentence, which says what the facts hold instead."""
+        raise NotImplementedError(type(self).__name__)
+
     def refs(self) -> list[Ref]:
         return [
             v for v in (getattr(self, n) for n in type(self).model_fields) if isinstance(v, Ref)
         ]
+
+
+def _other(b: Ref | None, value: JsonValue) -> str:
+    """The other side of an (in)equality: the fact ``b`` names, else the given value."""
+    return b.show() if b is not None else shown_value(value)
 
 
 class Equal(_Pred):
@@ -60,12 +69,24 @@ class Equal(_Pred):
     b: Ref | None = None
     value: JsonValue = None
 
+    def claimed(self) -> str:
+        return (
+            f"equals {self.b.show()}" if self.b is not None else f"equals {shown_value(self.value)}"
+        )
+
 
 class Differs(_Pred):
     op: Literal["differs"] = "differs"
     a: Ref
     b: Ref | None = None
     value: JsonValue = None
+
+    def claimed(self) -> str:
+        return (
+            f"differs from {self.b.show()}"
+            if self.b is not None
+            else f"differs from {shown_value(self.value)}"
+        )
 
 
 class VersionDiffers(_Pred):
@@ -76,6 +97,9 @@ class VersionDiffers(_Pred):
     a: Ref
     b: Ref
 
+    def claimed(self) -> str:
+        return "the two versions differ"
+
 
 class Contains(_Pred):
     """``a`` (a string, or a list of strings/values) contains ``item``."""
@@ -84,11 +108,17 @@ class Contains(_Pred):
     a: Ref
     item: JsonValue
 
+    def claimed(self) -> str:
+        return f"contains {shown_value(self.item)}"
+
 
 class Matches(_Pred):
     op: Literal["matches"] = "matches"
     a: Ref
     pattern: str
+
+    def claimed(self) -> str:
+        return f"matches /{self.pattern}/"
 
 
 class AtLeast(_Pred):
@@ -96,11 +126,17 @@ class AtLeast(_Pred):
     a: Ref
     value: float
 
+    def claimed(self) -> str:
+        return f"≥ {shown_value(self.value)}"
+
 
 class AtMost(_Pred):
     op: Literal["at_most"] = "at_most"
     a: Ref
     value: float
+
+    def claimed(self) -> str:
+        return f"≤ {shown_value(self.value)}"
 
 
 class RatioBelow(_Pred):
@@ -111,12 +147,18 @@ class RatioBelow(_Pred):
     b: Ref
     ratio: float
 
+    def claimed(self) -> str:
+        return f"below {self.ratio:g}× {self.b.show()}"
+
 
 class RatioAtLeast(_Pred):
     op: Literal["ratio_at_least"] = "ratio_at_least"
     a: Ref
     b: Ref
     ratio: float
+
+    def claimed(self) -> str:
+        return f"at least {self.ratio:g}× {self.b.show()}"
 
 
 class Greater(_Pred):
@@ -126,6 +168,9 @@ class Greater(_Pred):
     a: Ref
     b: Ref
 
+    def claimed(self) -> str:
+        return f"> {self.b.show()}"
+
 
 class NotBefore(_Pred):
     """``a >= b`` for two steps: when an event is dated against the run (the first FX
@@ -134,6 +179,9 @@ class NotBefore(_Pred):
     op: Literal["not_before"] = "not_before"
     a: Ref
     b: Ref
+
+    def claimed(self) -> str:
+        return f"not before {self.b.show()}"
 
 
 class WindowRatio(_Pred):
@@ -153,6 +201,9 @@ class WindowRatio(_Pred):
     ratio: float
     below: bool = True
 
+    def claimed(self) -> str:
+        return f"{'below' if self.below else 'at least'} {self.ratio:g}×"
+
 
 class Exists(_Pred):
     """The value is there and is not false, zero or empty. A null is no observation:
@@ -161,6 +212,9 @@ class Exists(_Pred):
     op: Literal["exists"] = "exists"
     a: Ref
 
+    def claimed(self) -> str:
+        return "present"
+
 
 class Absent(_Pred):
     """The value is false, zero or empty (the path itself must resolve, to a value that
@@ -168,6 +222,9 @@ class Absent(_Pred):
 
     op: Literal["absent"] = "absent"
     a: Ref
+
+    def claimed(self) -> str:
+        return "absent"
 
 
 Predicate = Annotated[
@@ -214,21 +271,17 @@ class ClaimVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     outcome: Outcome
-    sentence: str
+    sentence: str  # what the facts hold, as checked (a replay compares it)
     cites: tuple[str, ...]
+    claimed: str = ""  # what the claim said (``_Pred.claimed``); "" where not recorded
 
-
-def unshown(text: str, cites: Sequence[str]) -> list[str]:
-    """The fact ids of ``cites`` that ``text`` does not name yet. A claim's sentence names
-    its facts inline (``= 2 [F-fc80]``); a cited line adds only the others, once. The one
-    rule every output (terminal, Markdown, HTML, the menu, health) renders cites by."""
-    return [c for c in dict.fromkeys(cites) if c not in text]
-
-
-def with_cites(text: str, cites: Sequence[str]) -> str:
-    """``text`` with the cites it does not name yet appended: ``… [F-1, F-2]``."""
-    missing = unshown(text, cites)
-    return f"{text} [{', '.join(missing)}]" if missing else text
+    def stated(self) -> str:
+        """The sentence a person reads beside the verdict's mark: what the facts hold,
+        and, where the claim fails, what it claimed: ✘ marks the claim, and the sentence
+        beside it ("= 0 [F-1] < 1") is true."""
+        if self.outcome == "fails" and self.claimed:
+            return f"{self.sentence} (the claim: {self.claimed})"
+        return self.sentence
 
 
 MISSING = object()
@@ -306,7 +359,12 @@ def check(claim: Claim, ledger: Ledger) -> ClaimVerdict:
     holds, sentence = _evaluate(pred, values)
     if holds is None:
         return ClaimVerdict(outcome="unverifiable", sentence=sentence, cites=cites)
-    return ClaimVerdict(outcome="holds" if holds else "fails", sentence=sentence, cites=cites)
+    return ClaimVerdict(
+        outcome="holds" if holds else "fails",
+        sentence=sentence,
+        cites=cites,
+        claimed=pred.claimed(),
+    )
 
 
 def _shown(ref: Ref, values: dict[Ref, object]) -> str:
@@ -397,58 +455,6 @@ def _evaluate(pred: _Pred, values: dict[Ref, object]) -> tuple[bool | None, str]
         text = f"{_shown(pred.a, values)} ({'present' if present else 'empty'})"
         return (present if isinstance(pred, Exists) else not present), text
     raise AssertionError(f"unhandled predicate {type(pred).__name__}")
-
-
-def window_series(
-    windows: object, series: Sequence[Sequence[PathPart]]
-) -> list[tuple[int, float, float | None, float | None]]:
-    """(index, value, first step, last step) of each window that has a value for
-    ``series``. One path: the window's number there. Several (devices side by side):
-    their sum, each path at its latest number so far, since a window of interleaved
-    records need not hold every device; a window counts once every path has had a
-    number and it holds one of its own."""
-    out: list[tuple[int, float, float | None, float | None]] = []
-    latest: dict[int, float] = {}
-    for i, window in enumerate(windows if isinstance(windows, list) else []):
-        if not isinstance(window, dict):
-            continue
-        fresh = False
-        for p, path in enumerate(series):
-            n = finite_number(_at(window, path))
-            if n is not None and n > 0:
-                latest[p] = n
-                fresh = True
-        if fresh and len(latest) == len(series):
-            out.append(
-                (
-                    i,
-                    sum(latest.values()),
-                    finite_number(window.get("first_step")),
-                    finite_number(window.get("last_step")),
-                )
-            )
-    return out
-
-
-def window_values(
-    windows: object, series: Sequence[Sequence[PathPart]], span: tuple[int, int]
-) -> tuple[list[float], tuple[float | None, float | None]]:
-    """The numbers ``WindowRatio`` takes its median of, one per window ``span[0]`` to
-    ``span[1]`` (inclusive) that has one, and the first and last step they cover."""
-    picked = [w for w in window_series(windows, series) if span[0] <= w[0] <= span[1]]
-    steps = [n for w in picked for n in w[2:] if n is not None]
-    return [w[1] for w in picked], ((min(steps), max(steps)) if steps else (None, None))
-
-
-def _at(value: object, path: Sequence[PathPart]) -> object:
-    for part in path:
-        if isinstance(value, dict) and isinstance(part, str):
-            value = value.get(part)
-        elif isinstance(value, list) and isinstance(part, int) and -len(value) <= part < len(value):
-            value = value[part]
-        else:
-            return None
-    return value
 
 
 def _span(n: int, steps: tuple[float | None, float | None]) -> str:

@@ -29,6 +29,10 @@ from tools.text import model_from_json, model_json, writable_json
 _MIN_ID = 4
 
 
+# One step of a path into a fact's value: a dict key, a list index, or a selector.
+PathPart = str | int
+
+
 class Fact(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,7 +1,10 @@
-"""How a sentence shows a value it read from a fact: one rule for every claim's
-sentence and every one-line summary, so a figure reads the same wherever it is cited."""
+"""How a sentence shows what it read: a value (one rule for every claim's sentence and
+every one-line summary, so a figure reads the same wherever it is cited), and the fact
+ids it rests on."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from tools.figures import finite_number
 
@@ -29,3 +32,16 @@ def _huge(value: int) -> str:
     except ValueError:
         return f"an integer of {value.bit_length()} bits"
     return f"{str(value)[:6]}… (an integer of {digits} digits)"
+
+
+def unshown(text: str, cites: Sequence[str]) -> list[str]:
+    """The fact ids of ``cites`` that ``text`` does not name yet. A claim's sentence names
+    its facts inline (``= 2 [F-fc80]``); a cited line adds only the others, once. The one
+    rule every output (terminal, Markdown, HTML, the menu, health) renders cites by."""
+    return [c for c in dict.fromkeys(cites) if c not in text]
+
+
+def with_cites(text: str, cites: Sequence[str]) -> str:
+    """``text`` with the cites it does not name yet appended: ``… [F-1, F-2]``."""
+    missing = unshown(text, cites)
+    return f"{text} [{', '.join(missing)}]" if missing else text

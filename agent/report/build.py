@@ -134,4 +134,4 @@ def _hypothesis_doc(h: Hypothesis) -> HypothesisDoc:
 
 
 def _claim_doc(v: ClaimVerdict) -> ClaimDoc:
-    return ClaimDoc(text=v.sentence, cites=list(v.cites), status=v.outcome)
+    return ClaimDoc(text=v.stated(), cites=list(v.cites), status=v.outcome)

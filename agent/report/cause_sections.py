@@ -77,9 +77,9 @@ def _why_not(state: DiagnosisState, kind: str, hyp: Hypothesis | None) -> Line:
     failed = next((v for v in hyp.verdicts if v.outcome == "fails"), None)
     late = next((v for v in hyp.timing if v.outcome == "fails"), None)
     if failed is not None:
-        why, cites = f"refuted: {failed.sentence}", list(failed.cites)
+        why, cites = f"refuted: {failed.stated()}", list(failed.cites)
     elif late is not None:
-        why, cites = f"dated before the drop: {late.sentence}", list(late.cites)
+        why, cites = f"dated before the drop: {late.stated()}", list(late.cites)
     else:
         why, cites = hyp.status, hyp.cites
     return Line(text=f"{TITLES[kind]}: {why}", cites=cites, outcome="info")
@@ -103,7 +103,7 @@ def _hypothesis_section(
 ) -> Section:
     """A hypothesis's claims, its rank, what it still predicts and what it explains of
     ``drops`` (each verified drop's headline, with the families that explain it)."""
-    lines = [Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in hyp.verdicts]
+    lines = [Line(text=v.stated(), cites=list(v.cites), outcome=v.outcome) for v in hyp.verdicts]
     # Why this one sits here: the same numbers ``hypotheses.rank`` sorts by.
     lines.append(
         Line(
@@ -117,7 +117,7 @@ def _hypothesis_section(
         for p in hyp.predictions
     ]
     lines += [
-        Line(text=f"timing: {v.sentence}", cites=list(v.cites), outcome=v.outcome)
+        Line(text=f"timing: {v.stated()}", cites=list(v.cites), outcome=v.outcome)
         for v in hyp.timing
     ]
     lines += [
@@ -173,7 +173,7 @@ def not_applicable_section(state: DiagnosisState) -> Section | None:
                 cites=sorted({c for v in aside.verdicts for c in v.cites}),
             ),
             *(
-                Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome)
+                Line(text=v.stated(), cites=list(v.cites), outcome=v.outcome)
                 for v in aside.verdicts
             ),
         ],
@@ -227,6 +227,6 @@ def fix_section(state: DiagnosisState) -> Section | None:
             Line(text=f"{state.outcome.status}: {state.outcome.detail}", cites=state.outcome.facts)
         )
     lines += [
-        Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in state.verification
+        Line(text=v.stated(), cites=list(v.cites), outcome=v.outcome) for v in state.verification
     ]
     return Section(title=f"fix: {state.plan.playbook}", lines=lines, kind="fix")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from agent.analysis.throughput import subject
 from agent.graph.state import DiagnosisState
-from agent.model.claims import unshown
 from agent.model.facts import Fact, Ledger, latest, observed
+from agent.model.shown import unshown
 from agent.report.model import Report
 from agent.report.plot_data import (
     Mark,

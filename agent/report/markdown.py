@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent.model.claims import with_cites
+from agent.model.shown import with_cites
 from agent.report.model import FactDoc, Line, Report, Section
 
 # One mark per line outcome, shared with the terminal's rendering (agent.report.terminal).

@@ -15,8 +15,8 @@ from typing import Any, Literal, NamedTuple
 
 from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
-from agent.model.claims import window_series
 from agent.model.facts import Fact
+from agent.model.windows import window_series
 
 
 @dataclass(frozen=True)

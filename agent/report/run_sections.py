@@ -49,7 +49,7 @@ def _symptom_lines(
             outcome="holds" if s.status == "verified" else "info",
         )
     ]
-    lines += [Line(text=v.sentence, cites=list(v.cites), outcome=v.outcome) for v in s.verdicts]
+    lines += [Line(text=v.stated(), cites=list(v.cites), outcome=v.outcome) for v in s.verdicts]
     if (
         s.kind == "throughput_drop"
         and s.subject

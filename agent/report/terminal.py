@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from agent.model.claims import with_cites
+from agent.model.shown import with_cites
 from agent.report.markdown import MARK
 from agent.report.model import Report
 

@@ -129,7 +129,7 @@ def test_every_output_cites_a_fact_once() -> None:
 
     from rich.console import Console
 
-    from agent.model.claims import with_cites
+    from agent.model.shown import with_cites
     from agent.report.html import render_html
     from agent.report.model import ClaimDoc, HypothesisDoc, Line, Report, Section
     from agent.report.terminal import show

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
 from agent.health.model import Check, HealthRun, TargetResult, exact
-from agent.model.claims import with_cites
+from agent.model.shown import with_cites
 
 XSD = "junit.xsd"
 

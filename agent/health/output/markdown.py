@@ -13,7 +13,7 @@ from datetime import datetime
 
 from agent.health.model import HealthRun, Metric, TargetResult, figure
 from agent.health.output.trend import sparkline
-from agent.model.claims import with_cites
+from agent.model.shown import with_cites
 
 MARK = {"healthy": "✔ healthy", "regressed": "✘ regressed", "could_not_check": "? could not check"}
 CHECK_MARK = {"passed": "✔", "failed": "✘", "error": "?", "skipped": "–"}
