@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lib import oracle_bars
 from tests.lib.foreign_trainers import (
     Workspace,
     _need,
@@ -210,21 +211,47 @@ def hf_tokens_run(tmp_path_factory: pytest.TempPathFactory) -> HfRun:
 BAR_STEPS, BAR_SLOW_AFTER, BAR_SLOW_SECONDS = 600, 450, 0.05
 
 
-def _bar(tmp_path_factory: pytest.TempPathFactory, name: str, slow: bool) -> HfBarRun:
-    ws = _workspace(tmp_path_factory, name)
-    run = HfBarRun(
-        Workspace(ws),
-        steps=BAR_STEPS,
-        logging_steps=50,
-        save_steps=200,
-        tokens_seen=False,
-        injected_step=BAR_SLOW_AFTER if slow else None,
-        slow_seconds=BAR_SLOW_SECONDS if slow else 0.0,
+def bar_held(ws: Path) -> float | None:
+    """The last quarter of the console bar's window rates over all its windows but the
+    warm-up ones (a bar's first), by medians, read with the bar oracle apart from any
+    parser: the steady claim's comparison. None: no bar with a rate."""
+    fam = oracle_bars.chosen(
+        oracle_bars.families(oracle_bars.updates((ws / "train.log").read_bytes()))
     )
-    flags = trainer_flags(run.steps, run.logging_steps, run.save_steps, False, "--progress-bar")
-    if slow:
-        flags += ["--slow-after", str(BAR_SLOW_AFTER), "--slow-seconds", str(BAR_SLOW_SECONDS)]
-    _train(ws, *flags)
+    if fam is None:
+        return None
+    rates = [w["speed"] for w in oracle_bars.windows(fam) if not w["bar_start"]]
+    quarter = max(2, len(rates) // 4)
+    if len(rates) < 2 * quarter:
+        return None
+    return float(statistics.median(rates[-quarter:]) / statistics.median(rates))
+
+
+def _bar(tmp_path_factory: pytest.TempPathFactory, name: str, slow: bool) -> HfBarRun:
+    """A run with its progress bar on. The healthy one is trained again (at most twice)
+    when its own bar shows it slowed in its last quarter (``bar_held``): on a loaded
+    2-core machine the suite's other worker can take the cores then (the clean-clone run
+    met it once: 0.69×), and a slowed run is not the healthy run the tests need."""
+    for attempt in range(1 if slow else 3):
+        ws = _workspace(tmp_path_factory, f"{name}-{attempt}")
+        run = HfBarRun(
+            Workspace(ws),
+            steps=BAR_STEPS,
+            logging_steps=50,
+            save_steps=200,
+            tokens_seen=False,
+            injected_step=BAR_SLOW_AFTER if slow else None,
+            slow_seconds=BAR_SLOW_SECONDS if slow else 0.0,
+        )
+        flags = trainer_flags(run.steps, run.logging_steps, run.save_steps, False, "--progress-bar")
+        if slow:
+            flags += ["--slow-after", str(BAR_SLOW_AFTER), "--slow-seconds", str(BAR_SLOW_SECONDS)]
+        _train(ws, *flags)
+        ratio = None if slow else bar_held(ws)
+        if ratio is None or ratio >= HELD:
+            break
+    else:
+        raise AssertionError(f"three bar runs slowed on this machine (last: {ratio:.2f}x)")
     _publish(run, name)
     return run
 
