@@ -14,17 +14,11 @@ import statistics
 from collections.abc import Sequence
 
 DROP = 0.8  # after/before below this: a drop
-
 RISE = 1.25  # at least this: a rise
-
 MIN_WINDOWS = 3  # on each side of a change point
-
 STEADY_MIN = 4  # windows for a steady claim: the last quarter (at least 2) against all
-
 LEAST_SHARE = 10  # and a tenth of the log's windows
-
 MAX_CHANGES = 3  # regimes per series, at most MAX_CHANGES + 1
-
 Z_SUSTAINED = 3.09  # one-sided p < 0.001 under the normal approximation of U
 
 
