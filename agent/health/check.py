@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
 from agent.analysis import applies
 from agent.analysis.baseline import Snapshot, baseline_store
@@ -460,8 +460,17 @@ def _trend(
     return "passed", "no trend read (no train-log windows enough for one)"
 
 
-def _identity(target: HealthTarget) -> dict[str, Any]:
-    """What names a target in its result: as the user gave it, where, and against what."""
+class _Identity(TypedDict):
+    target: str
+    uri: str
+    workspace: str | None
+    profile: str | None
+    baseline: str | None
+
+
+def _identity(target: HealthTarget) -> _Identity:
+    """What names a target in its result: as the user gave it, where, and against what
+    (typed, so that a field renamed in ``TargetResult`` fails mypy here)."""
     return {
         "target": target.label,
         "uri": target.uri,
