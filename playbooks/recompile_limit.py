@@ -195,12 +195,20 @@ def _distinct_lengths(value: dict[str, Any]) -> tuple[int, str]:
 def _limit_hit(value: dict[str, Any], path: str) -> int:
     """The limit torch reported in its last recompile-limit warning."""
     found = value.get("signatures", {}).get(RECOMPILE_LIMIT, {})
-    match = _LIMIT.search(str(found.get("last") or ""))
-    if not found.get("count") or match is None:
+    if not found.get("count"):
         raise ApplyError(
             f"precondition not met: no {WARNING.label} ('torch._dynamo hit "
             f"config.recompile_limit') in {path}: torch did not stop compiling, so a higher "
             "limit would change nothing"
+        )
+    last = str(found.get("last") or "")
+    match = _LIMIT.search(last)
+    if match is None:
+        # torch stopped at a limit, but not the per-frame one this fix raises (its
+        # accumulated_recompile_limit counts every frame): raising this one changes nothing.
+        raise ApplyError(
+            f"precondition not met: the last {WARNING.label} in {path} names a limit this "
+            f"fix does not raise (only config.recompile_limit / cache_size_limit): {last!r}"
         )
     return int(match.group(1))
 
