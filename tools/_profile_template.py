@@ -30,7 +30,7 @@ uri = "local"
 
 workspace = "/workspace"
 # checkpoints = "/workspace/checkpoints"
-# checkpoint_pattern = "^ckpt_e(?P<epoch>\\d+)_s(?P<step>\\d+)$"   # names not recognised
+# checkpoint_pattern = '^ckpt_e(?P<epoch>\\d+)_s(?P<step>\\d+)$'   # names not recognised
 # train_log = "/workspace/checkpoints/train_log.jsonl"
 # stdout_log = "/workspace/checkpoints/train_stdout.log"
 # scripts = ["/workspace/train_dflash.py", "/workspace/configs/*.yaml"]
@@ -55,7 +55,9 @@ workspace = "/workspace"
 # launch = "cd /workspace && python train_dflash.py --resume"
 # process_match = ["train_dflash.py"]
 # py-spy on the target, for the live probe's stacks of the running trainer (unset: the
-# target's PATH, or beside its Python). Nothing is copied to the target.
+# target's PATH, or beside its Python). Where the target has none, diagnose and resume
+# copy this machine's py-spy into a private temporary directory there and remove it after;
+# health checks never do.
 # py_spy = "/opt/tools/bin/py-spy"
 
 # Checkpoint metadata file names, first found wins.

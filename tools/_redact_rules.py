@@ -93,7 +93,7 @@ COMMAND_SECRETS = [
 # rule's and the detector's keyword plugin's (loaded with it: see _secret_name).
 _SECRET_WORDS = r"password|passwd|secret|token|api[_-]?key|access[_-]?key|authorization"
 # Each of those words holds one of these (the detector's too: "db_pass", "pwd", …).
-FLAG_WORDS = ("pass", "secret", "token", "key", "pwd", "contrase")
+FLAG_WORDS = ("pass", "secret", "token", "key", "pwd", "contrase", "auth")
 # Every gate word above: most strings hold none, and one test then skips all three rules.
 ANY_WORD = ("pass", "secret", "token", "key", "pwd", "contrase", "bearer", "basic", "auth")
 # A JSON key that names a host: the host probe's "hostname" (issue 14: it was never

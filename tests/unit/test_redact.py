@@ -88,3 +88,21 @@ def test_transcript_never_holds_the_secret_and_counts_it(tmp_path: Path) -> None
     assert (
         unb64(events[0]["stdout"]) == b"reply from [REDACTED-IP-1] \xff token=[REDACTED-SECRET-1]"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "python x.py --authorization s3cr3tvalue --lr 3",
+            "python x.py --authorization [REDACTED-SECRET-1] --lr 3",
+        ),
+        ("x --http-authorization 'Zm9vOmJhcg'", "x --http-authorization '[REDACTED-SECRET-1]'"),
+    ],
+    ids=["authorization", "quoted"],
+)
+def test_an_authorization_flags_value_is_redacted(text: str, redacted: str) -> None:
+    """A command-line flag named for an authorization carries a secret as surely as
+    ``--db-password`` does: its value is replaced (it once passed, as no gate word of the
+    flag rule was in "authorization")."""
+    assert Redactor().text(text) == redacted

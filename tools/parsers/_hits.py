@@ -163,10 +163,18 @@ def lines_matching(
     the lines its needles land in, or (with no needles) wherever its regex matches."""
     found: list[tuple[int, int, int]] = []
     if not needles:
-        for m in regex.finditer(data):
+        pos = 0
+        while pos <= len(data):
+            m = regex.search(data, pos)
+            if m is None:
+                break
             start = data.rfind(b"\n", 0, m.start()) + 1
             end = data.find(b"\n", m.start())
-            found.append((start, end if end >= 0 else len(data), index))
+            if end < 0:
+                end = len(data)
+            found.append((start, end, index))
+            # On from the next line: a line is listed once however often it matches.
+            pos = end + 1
         return found
     seen: set[int] = set()
     for needle in needles:

@@ -207,7 +207,8 @@ def read_trace(
         else:
             reader.record(line, lines)
     else:
-        cut = True
+        # The bound reached is a cut only where the file goes on past it.
+        cut = bool(f.read(1))
     out = reader.result()
     out.update(bytes_read=read, lines=lines, overlong_lines=skipped, cut=cut)
     return out

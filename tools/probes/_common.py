@@ -173,9 +173,11 @@ def profile_places(params: dict[str, Any], what: str) -> list[tuple[str, str]]:
 def walk_shallow(root: str, depth: int) -> Iterator[tuple[str, list[str]]]:
     """(directory, its file names) for ``root`` and the directories below it, at most
     ``depth`` levels down; hidden directories (``.git``, a ``.venv``) are not entered."""
+    # Depth by slashes, the root's trailing one left out: os.walk hands the root back as
+    # given ("/ws/"), and counting its slash would take the root for a level down.
     base = root.rstrip("/").count("/")
     for top, dirs, files in os.walk(root):
-        if top.count("/") - base >= depth:
+        if top.rstrip("/").count("/") - base >= depth:
             dirs[:] = []
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         yield top, files

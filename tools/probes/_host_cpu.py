@@ -142,6 +142,18 @@ def _ancestry() -> set[int]:
     return out
 
 
+def _used(
+    before: dict[int, tuple[int, str]], after: dict[int, tuple[int, str]], pid: int
+) -> int | None:
+    """The ticks ``pid`` used between the two reads; None where they are not of one
+    process: it is missing from a read, or its pid was taken by another during the
+    window (the name changed, or the ticks went down: a new process's count starts at 0)."""
+    if pid not in before or pid not in after:
+        return None
+    (was, name), (now, name_now) = before[pid], after[pid]
+    return now - was if name_now == name and now >= was else None
+
+
 def share(
     before: dict[int, tuple[int, str]],
     after: dict[int, tuple[int, str]],
@@ -149,8 +161,10 @@ def share(
     seconds: float,
     tick: float,
 ) -> float | None:
-    """Cores ``pids`` used together over the window (None: none of them)."""
-    used = [(after[p][0] - before[p][0]) / tick for p in pids if p in before and p in after]
+    """Cores ``pids`` used together over the window (None: none of them read as one
+    process both times)."""
+    ticks = [_used(before, after, p) for p in pids]
+    used = [t / tick for t in ticks if t is not None]
     if not used or seconds <= 0:
         return None
     return round(sum(used) / seconds, 3)
@@ -183,16 +197,14 @@ def host_load(
     """The host's load against its cores, and the other processes that used the most CPU
     over the window (the trainer's own children are the trainer's; the probe and the
     processes that started it are the doctor's)."""
-    mine = _ancestry()
     kids = {c for p in trainer for c in children(p)}
-    used = sorted(
-        (
-            ((ticks - before[pid][0]) / tick, pid, name)
-            for pid, (ticks, name) in after.items()
-            if pid in before and pid not in trainer | kids | mine
-        ),
-        reverse=True,
-    )
+    skip = trainer | kids | _ancestry()
+    used: list[tuple[float, int, str]] = []
+    for pid, (_ticks, name) in after.items():
+        ticks = _used(before, after, pid)
+        if ticks is not None and pid not in skip:
+            used.append((ticks / tick, pid, name))
+    used.sort(reverse=True)
     try:
         load = list(os.getloadavg())
     except OSError:

@@ -105,7 +105,7 @@ def _workspace_only(spec: SweepSpec) -> _Params:
 def _caches(spec: SweepSpec) -> _Params:
     # Where the trainer itself points its caches: its processes' environment and its
     # launch files (the profile's, the workspace's), besides the profile's.
-    launch = [spec.launch] if spec.launch and _is_launch_file(spec.launch) else []
+    launch = [file] if (file := _launch_file(spec.launch)) else []
     return {
         "inductor": spec.inductor_cache,
         "triton": spec.triton_cache,
@@ -218,9 +218,11 @@ def _where(key: str, given: str | list[str] | None, spec: SweepSpec) -> dict[str
     return {key: given} if given else {"workspace": spec.workspace}
 
 
-def _is_launch_file(launch: str) -> bool:
-    """A launch *file* (one path) rather than a command line."""
-    return " " not in launch.strip() and launch.startswith("/")
+def _launch_file(launch: str | None) -> str | None:
+    """The launch *file* (one absolute path, blanks around it dropped), or None where the
+    launch is a command line or not given."""
+    path = (launch or "").strip()
+    return path if path.startswith("/") and not any(c.isspace() for c in path) else None
 
 
 def _trainer_patterns(spec: SweepSpec) -> tuple[str, ...]:

@@ -138,6 +138,9 @@ def shift_lines(summ: Summarizer, delta: int | None) -> None:
             st.first_at = (None if delta is None else st.first_at[0] + delta, st.first_at[1])
     for _, _, d in summ.gaps.heap:
         move(d)
+    for role, (name, line) in summ.first_keys.items():
+        if line is not None:
+            summ.first_keys[role] = (name, None if delta is None else line + delta)
     if summ.t_first_at[0] is not None:
         summ.t_first_at = (
             None if delta is None else summ.t_first_at[0] + delta,
@@ -147,20 +150,24 @@ def shift_lines(summ: Summarizer, delta: int | None) -> None:
 
 def _absorb_keys(summ: Summarizer, other: Summarizer) -> None:
     """The field names ``other`` saw, and where it found one under another name: a
-    name that changed between the pieces is a schema change at ``other``'s first record."""
+    name that changed between the pieces is a schema change at the first record of
+    ``other`` that holds the field, before ``other``'s own changes."""
     for k, v in other.keys_seen.items():
         if k in summ.keys_seen or len(summ.keys_seen) < 64:
             summ.keys_seen[k] = summ.keys_seen.get(k, 0) + v
-    summ.schema_changes = (summ.schema_changes + other.schema_changes)[:SAMPLES]
+    # Compared with the name ``other`` started on, not the one it ended on: a rename
+    # inside ``other`` is already among its own changes.
+    seam: list[dict[str, Any]] = []
+    for role, (name, line) in other.first_keys.items():
+        before = summ.keys[role]
+        if before is None:
+            summ.first_keys[role] = (name, line)
+        elif name != before:
+            seam.append({"line": line, "field": role, "from": before, "to": name})
     for role, key in other.keys.items():
-        if summ.keys[role] is None:
+        if key is not None:
             summ.keys[role] = key
-        elif key is not None and key != summ.keys[role] and len(summ.schema_changes) < SAMPLES:
-            line, _ = other.t_first_at
-            summ.schema_changes.append(
-                {"line": line, "field": role, "from": summ.keys[role], "to": key}
-            )
-            summ.keys[role] = key
+    summ.schema_changes = (summ.schema_changes + seam + other.schema_changes)[:SAMPLES]
 
 
 def _absorb_clock(summ: Summarizer, other: Summarizer, continuous: bool) -> None:

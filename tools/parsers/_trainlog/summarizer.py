@@ -45,6 +45,15 @@ from .values import (
 )
 
 
+def _hashable(v: Any) -> Any:
+    """``v`` where it can key a dict, else its JSON text (a list or object)."""
+    try:
+        hash(v)
+    except TypeError:
+        return key_text(v)
+    return v
+
+
 class Summarizer:
     """Accumulates blocks of records column by column: list comprehensions and builtins
     (``min``, ``sum``, ``map(sub)``) do the per-record work at C speed, and Python-level
@@ -76,6 +85,9 @@ class Summarizer:
         )
         self.fixed = {k: v for k, v in fields.items() if k in FIELD_ALIASES and v}
         self.keys: dict[str, str | None] = {k: self.fixed.get(k) for k in FIELD_ALIASES}
+        # Each role's first name and its line: where a forked piece begins, so the merge
+        # can tell a rename at the seam from one inside the piece.
+        self.first_keys: dict[str, tuple[str, int | None]] = {}
         self.fixed_scale = scale
         self.scale = scale if scale is not None else 1.0
         self.window_size = window
@@ -209,7 +221,9 @@ class Summarizer:
             if name is None:
                 continue
             if name != self.keys[role]:
-                if self.keys[role] is not None and len(self.schema_changes) < SAMPLES:
+                if self.keys[role] is None:
+                    self.first_keys[role] = (name, lines[i])
+                elif len(self.schema_changes) < SAMPLES:
                     self.schema_changes.append(
                         {"line": lines[i], "field": role, "from": self.keys[role], "to": name}
                     )
@@ -267,7 +281,12 @@ class Summarizer:
                 else:
                     found.append(i)
         except TypeError:  # a list or object where a device name belongs
-            raw = [key_text(v) for v in raw]
+            # Only those values become their JSON text: a plain name keeps the key (and
+            # so the series) it has in every other batch.
+            if len(keys) > 1:
+                raw = [tuple(map(_hashable, v)) for v in raw]
+            else:
+                raw = [_hashable(v) for v in raw]
             by_key = {}
             for i, key in enumerate(raw):
                 by_key.setdefault(key, []).append(i)
