@@ -11,6 +11,7 @@ from agent.analysis.symptoms import Symptom
 from agent.model.claims import AtLeast, Claim, Exists, Ref, WindowRatio
 from agent.model.facts import Fact, as_dict
 from agent.model.windows import window_series
+from tools.figures import finite_number
 
 DIVERGED = 2.0  # the last quarter's median loss at least this times the early windows'
 
@@ -21,13 +22,14 @@ def loss_diverged(fact: Fact, windows: Sequence[object]) -> list[Symptom]:
     baseline), dated at the first window after them whose loss is past that. A loss
     that is not positive everywhere (some objectives go negative) is not judged."""
     paths = (("loss_median",),)
+    # Read before ``window_series``, which passes over the values that are not positive.
+    raw = [finite_number(as_dict(w).get("loss_median")) for w in windows]
+    if any(v is not None and v <= 0 for v in raw):
+        return []
     points = [(i, v) for i, v, _, _ in window_series(list(windows), paths)]
     n = len(windows)
     early = [(i, v) for i, v in points if 1 <= i <= max(1, n // 4)]
     if len(points) < 2 * STEADY_MIN or len(early) < 2:
-        return []
-    values = [v for _, v in points]
-    if min(values) <= 0:
         return []
     recent = points[-max(2, len(points) // 4) :]
     base = statistics.median(v for _, v in early)
@@ -92,9 +94,7 @@ def _grad_nonfinite(fact: Fact) -> list[Symptom]:
     path = ("grad_norm", "first_nonfinite", "value")
     label = f"the first NaN or infinite {field}"
     claim = Claim(predicate=Exists(a=Ref(fact=fact.id, path=path, label=label)))
-    return [
-        _broke(fact, "grad_norm", f"gradient norm ({field})", f"{first.get('value')} from", claim)
-    ]
+    return [_broke(fact, "grad_norm", f"gradient norm ({field})", str(first.get("value")), claim)]
 
 
 def loss_nonfinite(fact: Fact) -> list[Symptom]:

@@ -106,8 +106,9 @@ class Symptom(BaseModel):
         if self.kind == "speed_unobserved":
             return f"the run's speed is not observed: {self.note}"
         if self.kind == "loss_nonfinite" and self.series != "loss":
+            since = f"{where} and after" if where else ""
             return (
-                f"the {self.series} is {self.note}{where} on, while the logged loss stays"
+                f"the {self.series} is {self.note}{since}, while the logged loss stays"
                 " finite (a trainer that filters NaN losses, as Trainer's"
                 " logging_nan_inf_filter does, logs them so)"
             )

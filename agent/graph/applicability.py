@@ -1,14 +1,15 @@
 """Families whose precondition the run does not meet: "not applicable", checked.
 
-Five families are about torch's compiler (an FX-tracing race while compiling, compiled
+Six families are about torch's compiler (an FX-tracing race while compiling, compiled
 code falling back to eager, a patch of the FX check compiled wrappers bind, recompiles
-from new shapes, a cold compile cache). A run that never compiles cannot have any of
-them, and a report that lists them refuted one by one, above the one thing that
-mattered, buries it. Whether the run compiles is itself a checked claim: no
-``torch.compile`` call, decorator or ``torch_compile=`` keyword in the workspace's
-scripts (``script_patches``), none of them unreadable, and no line of torch's compiler
-in the console (``stdoutlog``). Where a claim cannot be checked (a probe failed, a
-script could not be read) the families stay as they are: absence is never assumed.
+from new shapes, a cold compile cache, a recompile limit set where it does not apply).
+A run that never compiles cannot have any of them, and a report that lists them refuted
+one by one, above the one thing that mattered, buries it. Whether the run compiles is
+itself a checked claim: no ``torch.compile`` call, decorator or ``torch_compile=``
+keyword in the workspace's scripts (``script_patches``), none of them unreadable, and no
+line of torch's compiler in the console (``stdoutlog``). Where a claim cannot be checked
+(a probe failed, a script could not be read) the families stay as they are: absence is
+never assumed.
 """
 
 from __future__ import annotations

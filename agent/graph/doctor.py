@@ -64,11 +64,30 @@ class Doctor:
     sanitize: Callable[[Fact], Fact] | None = None
     proposers: Sequence[Proposer] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # What ``gather_missing`` swept for the pass now running (known by the facts its
+    # family nodes start from), per probe: a probe two families lack then runs once. A
+    # skipped probe keeps its empty list, so it too is not asked for again.
+    _pass: frozenset[str] = field(default=frozenset(), init=False, repr=False)
+    _swept: dict[str, list[Fact]] = field(default_factory=dict, init=False, repr=False)
 
     def gather_missing(self, have: Sequence[str], needs: frozenset[str]) -> list[Fact]:
         """Facts for the probes in ``needs`` that no fact in ``have`` comes from yet.
-        Family nodes run side by side; the lock keeps them from sweeping twice."""
+
+        Family nodes run side by side, each from the pass's same ``have``, so none sees
+        the facts another gathers: under the lock the probes swept for this ``have`` are
+        remembered, and a family that needs one is handed its facts rather than sweeping
+        it again. A pass that starts from other facts sweeps afresh."""
         with self._lock:
-            probes = {self.ledger.get(i).probe for i in have}
-            missing = needs - probes
-            return self.gather(frozenset(missing)) if missing else []
+            if frozenset(have) != self._pass:
+                self._pass, self._swept = frozenset(have), {}
+            lacking = needs - {self.ledger.get(i).probe for i in have}
+            swept = [f for p in sorted(lacking & self._swept.keys()) for f in self._swept[p]]
+            missing = lacking - self._swept.keys()
+            if not missing:
+                return swept
+            new = self.gather(frozenset(missing))
+            for probe in missing:
+                self._swept[probe] = []
+            for fact in new:
+                self._swept.setdefault(fact.probe, []).append(fact)
+            return swept + new

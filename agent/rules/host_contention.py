@@ -2,7 +2,7 @@
 the live probe's window the host's cores were nearly all busy, more threads were ready to
 run than there are cores (a queue for them), and processes that are neither the trainer
 nor its children (nor the doctor) used at least a quarter of the cores; the busiest are
-named with the CPU each used.
+named with the CPU each used (those whose share rounds to none are not).
 
 A cause of slowness, and a fault only on a run that got slower or stalled
 (``Hypothesis.fault_alone``): a host whose other work leaves the trainer its cores is
@@ -25,6 +25,7 @@ from agent.model.facts import as_dict
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref
 from agent.rules.live_threads import processes
+from tools.figures import finite_number
 
 SATURATED = 0.9  # of all cores' time busy over the window
 NEIGHBOURS = 0.25  # of the host's cores used by other processes
@@ -66,9 +67,17 @@ class HostContention:
                 )
             ),
         ]
+        named = 0
         for k, other in enumerate(host.get("others") or []):
-            if k == NAMED:
+            if named == NAMED:
                 break
+            # A neighbour whose share rounds to 0 (a tick over the window) is no evidence
+            # for or against contention: claimed present, it would refute the hypothesis
+            # that the three claims above establish.
+            used = finite_number(as_dict(other).get("cpu_share"))
+            if used is None or used <= 0:
+                continue
+            named += 1
             pid = as_dict(other).get("pid")
             claims.append(
                 Claim(

@@ -12,6 +12,7 @@ import pytest
 
 from agent.analysis.change_points import change_points
 from agent.analysis.detect import find
+from agent.analysis.loss import loss_nonfinite
 from agent.analysis.symptoms import check_all, explain, observed_healthy, unexplained
 from agent.model.facts import Fact, Ledger
 from tests.lib.logs import fact_of, incident_log
@@ -311,3 +312,32 @@ def test_a_resume_the_console_states_is_a_restart_where_the_log_shows_none(
     )
     again = fact_of(restarted, ledger)
     assert resumed_in_console(ledger, [again.id, said.id], find(again)) is None
+
+
+FILTERED = (
+    ", while the logged loss stays finite (a trainer that filters NaN losses, as Trainer's"
+    " logging_nan_inf_filter does, logs them so)"
+)
+
+
+@pytest.mark.parametrize(
+    ("first", "headline"),
+    [
+        (
+            {"step": 12, "value": "inf"},
+            "the gradient norm (grad_norm) is inf at step 12 and after" + FILTERED,
+        ),
+        ({"value": "nan"}, "the gradient norm (grad_norm) is nan" + FILTERED),
+    ],
+    ids=["dated", "undated"],
+)
+def test_a_nonfinite_gradient_norm_is_told_in_plain_words(
+    first: dict[str, object], headline: str
+) -> None:
+    """A gradient norm gone infinite at step 12 while the logged loss stayed finite reads
+    "is inf at step 12 and after"; one whose first such record has no step reads "is
+    nan", with no dangling "from" or "on"."""
+    ledger = Ledger()
+    value = {"loss": {"nonfinite": 0}, "grad_norm": {"first_nonfinite": first}}
+    (symptom,) = loss_nonfinite(ledger.append(Fact(probe="trainlog", target="local", value=value)))
+    assert symptom.headline() == headline
