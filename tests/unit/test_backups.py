@@ -7,51 +7,20 @@ process."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import playbooks._remote_ops as ops
 from playbooks._backups import back_up, journaled_backups, restore
 from playbooks.base import FileChange
 from playbooks.remote import Remote
+from tests.lib.in_process_remote import InProcess
 from tools.errors import ApplyError
-from tools.transport.base import CommandResult
 
 NOW = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 STAMP = "20231114-221320"
-
-
-@dataclass
-class InProcess:
-    """Carries the operations program's argv to its ``main`` in this process."""
-
-    name: str = "here"
-
-    def run(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
-    ) -> CommandResult:
-        ops.op.clear()
-        out = io.StringIO()
-        saved = sys.argv
-        sys.argv = ["-c", argv[-1]]
-        try:
-            with contextlib.redirect_stdout(out):
-                ops.main()
-        finally:
-            sys.argv = saved
-            ops.op.clear()  # the program's global: no operation outlives its run
-        return CommandResult(tuple(argv), 0, out.getvalue().encode(), b"", 0.0, self.name)
-
-    def close(self) -> None:
-        pass
 
 
 class Lossy(Remote):

@@ -7,51 +7,21 @@ this process."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import socket
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import playbooks._remote_ops as ops
 from playbooks.journal import LEASE_S, Journal, Owner, interrupted, stale, this_process
 from playbooks.remote import Remote
+from tests.lib.in_process_remote import InProcess
 from tools.errors import ApplyError, ApplyRefused
-from tools.transport.base import CommandResult
 
 HOST = socket.gethostname()
-
-
-@dataclass
-class InProcess:
-    """Carries the operations program's argv to its ``main`` in this process."""
-
-    name: str = "here"
-
-    def run(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
-    ) -> CommandResult:
-        ops.op.clear()
-        out = io.StringIO()
-        saved = sys.argv
-        sys.argv = ["-c", argv[-1]]
-        try:
-            with contextlib.redirect_stdout(out):
-                ops.main()
-        finally:
-            sys.argv = saved
-            ops.op.clear()  # the program's global: no operation outlives its run
-        return CommandResult(tuple(argv), 0, out.getvalue().encode(), b"", 0.0, self.name)
-
-    def close(self) -> None:
-        pass
 
 
 def start_time(pid: int) -> str:

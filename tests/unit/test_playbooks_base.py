@@ -8,22 +8,17 @@ have produced, so no process is started."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import re
-import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import playbooks._remote_ops as ops
 from playbooks._trainer import Restarted
 from playbooks.base import (
     FX_TRACE,
@@ -35,38 +30,13 @@ from playbooks.base import (
     unified,
 )
 from playbooks.remote import Remote
+from tests.lib.in_process_remote import InProcess
 from tools.errors import ApplyError
-from tools.transport.base import CommandResult
 
 BEFORE = "#!/bin/sh\nexec python t.py\n"
 AFTER = "#!/bin/sh\nexec python t.py --fixed\n"
 NOW = 1_700_000_000.0
 LIMIT = Recurrence("recompile_limit", "recompile-limit warning")
-
-
-@dataclass
-class InProcess:
-    """Carries the operations program's argv to its ``main`` in this process."""
-
-    name: str = "here"
-
-    def run(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
-    ) -> CommandResult:
-        ops.op.clear()
-        out = io.StringIO()
-        saved = sys.argv
-        sys.argv = ["-c", argv[-1]]
-        try:
-            with contextlib.redirect_stdout(out):
-                ops.main()
-        finally:
-            sys.argv = saved
-            ops.op.clear()  # the program's global: no operation outlives its run
-        return CommandResult(tuple(argv), 0, out.getvalue().encode(), b"", 0.0, self.name)
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass

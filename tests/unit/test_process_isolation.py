@@ -6,23 +6,17 @@ The target is a workspace under tmp_path read by the remote operations run in th
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import re
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-import playbooks._remote_ops as ops
 from playbooks.base import FX_TRACE, TrainerSite
 from playbooks.process_isolation import ProcessIsolation
 from playbooks.remote import Remote
+from tests.lib.in_process_remote import InProcess, trainer_site
 from tools.errors import ApplyError
-from tools.transport.base import CommandResult
 
 DECLARES = (
     "import argparse\n"
@@ -30,44 +24,11 @@ DECLARES = (
 )
 
 
-@dataclass
-class InProcess:
-    """Carries the operations program's argv to its ``main`` in this process."""
-
-    name: str = "here"
-
-    def run(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
-    ) -> CommandResult:
-        ops.op.clear()
-        out = io.StringIO()
-        saved = sys.argv
-        sys.argv = ["-c", argv[-1]]
-        try:
-            with contextlib.redirect_stdout(out):
-                ops.main()
-        finally:
-            sys.argv = saved
-            ops.op.clear()  # the program's global: no operation outlives its run
-        return CommandResult(tuple(argv), 0, out.getvalue().encode(), b"", 0.0, self.name)
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
-
-
-def target(ws: Path, launch: str, trainer: str | None) -> tuple[TrainerSite, Remote]:
-    (ws / "launch.sh").write_text(launch)
-    if trainer is not None:
-        (ws / "train.py").write_text(trainer)
-    site = TrainerSite(str(ws), f"{ws}/launch.sh", f"{ws}/p", f"{ws}/t.log", f"{ws}/o.log")
-    return site, Remote(InProcess())
 
 
 def test_it_answers_the_fx_trace_race_judged_by_the_fx_trace_error() -> None:
@@ -101,7 +62,7 @@ def test_a_trainer_that_declares_the_option_gets_one_process_per_device(
 ) -> None:
     """Where the trainer's code declares ``--workers`` and ``processes``, the exec line gets
     ``--workers processes`` (an earlier value replaced), citing the file that declares it."""
-    site, remote = target(ws, launch, DECLARES)
+    site, remote = trainer_site(ws, launch, DECLARES)
     (change,) = ProcessIsolation().changes(site, remote)
     assert (change.path, change.before_sha256, change.after, change.why) == (
         f"{ws}/launch.sh",
@@ -113,7 +74,9 @@ def test_a_trainer_that_declares_the_option_gets_one_process_per_device(
 
 def test_an_exec_line_already_isolated_needs_no_change(ws: Path) -> None:
     """A launch line that already runs one process per device is left as it is."""
-    site, remote = target(ws, "#!/bin/sh\nexec python train.py --workers processes\n", DECLARES)
+    site, remote = trainer_site(
+        ws, "#!/bin/sh\nexec python train.py --workers processes\n", DECLARES
+    )
     assert ProcessIsolation().changes(site, remote) == []
 
 
@@ -134,7 +97,7 @@ def test_a_trainer_without_the_option_and_value_is_refused(
 ) -> None:
     """A trainer whose code does not declare both the option and the value (or whose launch line
     names no Python file to read) cannot be isolated: refused, saying where it looked."""
-    site, remote = target(ws, launch, trainer)
+    site, remote = trainer_site(ws, launch, trainer)
     message = (
         f"the trainer declares no --workers processes option (not in {where.format(ws=ws)} nor"
         " in the modules it imports from its tree): only the trainer can run one process per"
@@ -147,7 +110,7 @@ def test_a_trainer_without_the_option_and_value_is_refused(
 def test_a_trainers_own_option_name_and_value_are_used(ws: Path) -> None:
     """A playbook given another option and value looks for and sets those."""
     trainer = 'OPTIONS = {"--mode": ["threaded", "multiproc"]}\n'
-    site, remote = target(ws, "#!/bin/sh\nexec python train.py\n", trainer)
+    site, remote = trainer_site(ws, "#!/bin/sh\nexec python train.py\n", trainer)
     (change,) = ProcessIsolation("--mode", "multiproc").changes(site, remote)
     assert change.after == "#!/bin/sh\nexec python train.py --mode multiproc\n"
 

@@ -8,26 +8,20 @@ two probes the preconditions rest on are replaced by the facts they would report
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import re
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import playbooks._remote_ops as ops
 import playbooks.recompile_limit as rl
 from playbooks.base import TrainerSite
 from playbooks.recompile_limit import FLAG, KEY, RecompileLimit
 from playbooks.remote import Remote
 from playbooks.startup_hook import HOOK_SOURCE
+from tests.lib.in_process_remote import InProcess
 from tools.errors import ApplyError
-from tools.transport.base import CommandResult
 
 TRAINER_WITH_FLAG = (
     "import argparse\n"
@@ -36,31 +30,6 @@ TRAINER_WITH_FLAG = (
 )
 TRAINER_WITHOUT = "import argparse\np = argparse.ArgumentParser()\n"
 ONE_FILE = "12 in /d/a.jsonl, every line"
-
-
-@dataclass
-class InProcess:
-    """Carries the operations program's argv to its ``main`` in this process."""
-
-    name: str = "here"
-
-    def run(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
-    ) -> CommandResult:
-        ops.op.clear()
-        out = io.StringIO()
-        saved = sys.argv
-        sys.argv = ["-c", argv[-1]]
-        try:
-            with contextlib.redirect_stdout(out):
-                ops.main()
-        finally:
-            sys.argv = saved
-            ops.op.clear()  # the program's global: no operation outlives its run
-        return CommandResult(tuple(argv), 0, out.getvalue().encode(), b"", 0.0, self.name)
-
-    def close(self) -> None:
-        pass
 
 
 def dataset(*files: tuple[str, int, int, int]) -> dict[str, Any]:

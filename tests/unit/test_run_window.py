@@ -6,17 +6,11 @@ Logs live in a workspace under tmp_path, read by the remote operations run in th
 
 from __future__ import annotations
 
-import contextlib
-import io
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import playbooks._remote_ops as ops
 from playbooks._run_window import (
     console_summary,
     mark_end,
@@ -25,37 +19,12 @@ from playbooks._run_window import (
     written_since,
 )
 from playbooks.remote import Remote
-from tools.transport.base import CommandResult
+from tests.lib.in_process_remote import InProcess
 
 FX_LINE = (
     "RuntimeError: Detected that you are using FX to symbolically trace a dynamo-optimized"
     " function. This is not supported at the moment.\n"
 )
-
-
-@dataclass
-class InProcess:
-    """Carries the operations program's argv to its ``main`` in this process."""
-
-    name: str = "here"
-
-    def run(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float | None = None
-    ) -> CommandResult:
-        ops.op.clear()
-        out = io.StringIO()
-        saved = sys.argv
-        sys.argv = ["-c", argv[-1]]
-        try:
-            with contextlib.redirect_stdout(out):
-                ops.main()
-        finally:
-            sys.argv = saved
-            ops.op.clear()  # the program's global: no operation outlives its run
-        return CommandResult(tuple(argv), 0, out.getvalue().encode(), b"", 0.0, self.name)
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture
