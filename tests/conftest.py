@@ -41,6 +41,10 @@ SHARED_RUNS = {
 }
 
 
+# First: xdist reads the marks in its own hook of this name (it adds the group to each
+# test's id there), so marks added after it are ignored and ``--dist loadgroup`` falls
+# back to spreading single tests, building each shared fixture once per worker.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     groups: dict[str, str] = {}
     for item in items:

@@ -68,9 +68,11 @@ def _op_lines() -> str:
     return "ops and their fields:\n" + "\n".join(lines)
 
 
-def _one_line(exc: ValidationError) -> str:
+def _one_line(exc: ValidationError, whole: str) -> str:
+    """The first error, at its field; pydantic gives an error about the whole value (not
+    an object at all) no location, so it is said of ``whole`` (a claim, a proposal)."""
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "claim"
+    where = ".".join(str(p) for p in err["loc"]) or whole
     return f"{where}: {err['msg']}"
 
 
@@ -91,7 +93,7 @@ def form_claim(raw: object, index: int) -> Claim | ClaimVerdict:
     try:
         return Claim.model_validate(raw)
     except ValidationError as exc:
-        return rejected(f"not a valid predicate: {_one_line(exc)}")
+        return rejected(f"not a valid predicate: {_one_line(exc, 'claim')}")
 
 
 class LLMProposer:
@@ -159,7 +161,7 @@ def _hypothesis(item: object, index: int, source: str) -> Hypothesis | str:
     try:
         proposal = Proposal.model_validate(item)
     except ValidationError as exc:
-        return f"proposal {index + 1} refused: {_one_line(exc)}"
+        return f"proposal {index + 1} refused: {_one_line(exc, 'proposal')}"
     if proposal.kind not in KINDS:
         return f"proposal {index + 1}: unknown kind {proposal.kind!r}"
     claims: list[Claim] = []

@@ -14,7 +14,9 @@ def shown_value(value: object) -> str:
     significant digits, or whole past 10,000), text quoted, anything long cut at 120
     characters."""
     if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+        # Four significant digits reach 10,000 from 9,999.5 up: grouped whole from there,
+        # or the format would write "1e+04".
+        return f"{value:,.4g}" if abs(value) < 9999.5 else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
         if finite_number(value) is None or abs(value) >= 10**24:
             return _huge(value)

@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
 from agent.model.facts import Fact
+from agent.model.shown import shown_value
 from agent.model.windows import window_series
 
 
@@ -58,10 +59,12 @@ class Mark:
 
 
 def number_text(value: object) -> str:
-    """A step or a figure as a person reads it: 1,200, not 1200.0."""
-    if not isinstance(value, int | float):
+    """A step or a figure as a person reads it: 1,200, not 1200.0; 12,346, not
+    1.235e+04. Shown as every claim's sentence shows it (``shown_value``), so a step on
+    the plot reads as the claim citing it does; anything else, a boolean too, is ``?``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return "?"
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"
+    return shown_value(value)
 
 
 def _dict(value: object) -> dict[str, Any]:

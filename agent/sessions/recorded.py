@@ -15,7 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from agent.analysis.baseline import DiffEntry
 from agent.analysis.symptoms import Symptom
+from agent.graph.applicability import NotApplicable
 from agent.graph.state import Answer, Choice, DiagnosisState, FixOutcome, FixPlan, Refusal
+from agent.model.claims import ClaimVerdict
 from agent.model.facts import Fact, Ledger
 from agent.model.hypotheses import Hypothesis
 from tools.errors import TranscriptError
@@ -77,9 +79,11 @@ def _recorded(path: Path, sealed: Any) -> Recorded:
             (baseline if event.get("baseline") else facts).append(fact.id)
     plan = next((FixPlan.model_validate(e["plan"]) for e in events if e["type"] == "plan"), None)
     approval = next((e for e in events if e["type"] == "approval"), None)
-    applied = next(
-        (FixOutcome.model_validate(e["outcome"]) for e in events if e["type"] == "apply"), None
-    )
+    applied = next((e for e in events if e["type"] == "apply"), None)
+    # The families set aside, the offer, the plan's error and plan-only (with the verdict)
+    # and the fix's verification (with its outcome) are recorded because the report reads
+    # them; a transcript from before they were (the shipped ones) reads as having none.
+    aside = verdict.get("not_applicable")
     state = DiagnosisState(
         target=str(header.get("target")),
         mode=verdict.get("mode") or "guided",
@@ -104,10 +108,17 @@ def _recorded(path: Path, sealed: Any) -> Recorded:
         plan=plan,
         approved=approval["approved"] if approval else None,
         approved_by=approval["by"] if approval else "",
-        outcome=applied,
+        outcome=FixOutcome.model_validate(applied["outcome"]) if applied else None,
+        verification=[
+            ClaimVerdict.model_validate(v) for v in (applied or {}).get("verification") or []
+        ],
         focus=verdict.get("focus") or [],
         examined=verdict.get("examined") or {},
         offered_for=verdict.get("offered_for") or {},
+        offered=verdict.get("offered") or [],
+        not_applicable=NotApplicable.model_validate(aside) if aside is not None else None,
+        plan_error=verdict.get("plan_error"),
+        plan_only=verdict.get("plan_only", False),
         refused=[flat_event(Refusal, e) for e in events if e["type"] == "refused"],
         answers=[flat_event(Answer, e) for e in events if e["type"] == "answer"],
         choices=[Choice.model_validate(e["choice"]) for e in events if e["type"] == "choice"],

@@ -96,10 +96,13 @@ def run_session(
 
 
 def record_outcome(session: Session, state: DiagnosisState) -> None:
-    """Facts, claim verdicts, hypotheses, the plan, the approval and the verdict go into
-    the transcript after the commands that produced them: a transcript alone is enough to
-    render the report and to check a replay against. A session resumed after it had
-    finished adds nothing: its outcome is recorded already."""
+    """Facts, claim verdicts, hypotheses, the plan, the approval, the fix's outcome and
+    verification and the verdict go into the transcript after the commands that produced
+    them: a transcript alone is enough to render the report the session rendered live
+    (``agent.sessions.recorded``) and to check a replay against. Every field a report
+    section reads is recorded, the families set aside and why no fix was planned too.
+    A session resumed after it had finished adds nothing: its outcome is recorded
+    already."""
     if os.path.lexists(session.transcript_path):
         _, events = read_transcript(session.transcript_path)
         if any(e["type"] == "verdict" for e in events):
@@ -127,7 +130,13 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
         session.record({"type": "plan", "plan": state.plan.model_dump(mode="json")})
         session.record({"type": "approval", "approved": state.approved, "by": state.approved_by})
     if state.outcome is not None:
-        session.record({"type": "apply", "outcome": state.outcome.model_dump(mode="json")})
+        session.record(
+            {
+                "type": "apply",
+                "outcome": state.outcome.model_dump(mode="json"),
+                "verification": [v.model_dump(mode="json") for v in state.verification],
+            }
+        )
     session.record(
         {
             "type": "verdict",
@@ -138,5 +147,13 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
             "focus": state.focus,
             "examined": state.examined,
             "offered_for": state.offered_for,
+            "offered": state.offered,
+            "not_applicable": (
+                state.not_applicable.model_dump(mode="json")
+                if state.not_applicable is not None
+                else None
+            ),
+            "plan_error": state.plan_error,
+            "plan_only": state.plan_only,
         }
     )

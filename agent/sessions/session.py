@@ -145,7 +145,7 @@ class Session:
         try:
             config = model_from_json(SessionConfig, text)
         except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
-            raise ConfigError(f"{path}: unreadable session: {str(exc).splitlines()[0]}") from None
+            raise ConfigError(f"{path}: unreadable session: {_first_error(exc)}") from None
         if config.target_sealed is not None:
             from tools.pseudonym import host_names
 
@@ -162,7 +162,13 @@ class Session:
             resume=True,
         )
         session.hold()
-        session.check_saved_state()
+        try:
+            session.check_saved_state()
+        except BaseException:
+            # The lock is per open file, not per process: kept, it refuses this very
+            # process's next reopen as "in use by another dflash-doctor process".
+            session.close()
+            raise
         return session
 
     def hold(self) -> None:
@@ -247,6 +253,22 @@ class Session:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # the flock goes with the descriptor
             self._lock_fd = None
+
+
+def _first_error(exc: Exception) -> str:
+    """What is wrong with ``session.json``, in one line: pydantic's own first line only
+    counts the errors ("1 validation error for SessionConfig"), so say the first of
+    them (where the JSON breaks off, or the field and why) and how many more there are."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    first, *rest = exc.errors()
+    where = ".".join(str(part) for part in first["loc"])
+    said = f"field {where}: {first['msg']}" if where else first["msg"]
+    if rest:
+        said += f" (and {len(rest)} more error{'s' if len(rest) > 1 else ''})"
+    return said
 
 
 def _as_saved(config: SessionConfig) -> SessionConfig:

@@ -105,6 +105,6 @@ def resolve_target(
         parse_target(profile.uri),
         spec,
         profile,
-        target or loaded.default_target,
+        name,
         settings=f"profile {name!r} of {source} ({how})",
     )

@@ -9,13 +9,13 @@ Shipped in the probe bundle: stdlib only, Python >= 3.8. Reads two files; writes
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
 from typing import Any
 
-from ._common import Context, TypedDict, read_capped
+from ..figures import finite_number
+from ._common import Context, TypedDict, loads_strict, read_capped
 
 NAME = "applies"
 TIMEOUT = 10.0
@@ -61,7 +61,7 @@ def _journal(path: str) -> Journal | None:
         reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
         return {"path": path, "error": f"cannot read: {reason}", "interrupted": True}
     try:
-        entry = json.loads(data.decode("utf-8")) if not more else None
+        entry = loads_strict(data.decode("utf-8")) if not more else None
     except (ValueError, UnicodeDecodeError, RecursionError):
         entry = None
     if not isinstance(entry, dict) or not isinstance(entry.get("step"), str):
@@ -73,7 +73,8 @@ def _journal(path: str) -> Journal | None:
         "apply": str(entry.get("apply") or ""),
         "playbook": str(entry.get("playbook") or ""),
         "step": entry["step"],
-        "at": float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else None,
+        # A time a float holds, finite: a 400-digit number or a NaN is no time.
+        "at": finite_number(at),
         "backups": len(rows) if isinstance(rows, list) else 0,
         "interrupted": entry["step"] not in FINAL_STEPS,
     }
