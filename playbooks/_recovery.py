@@ -64,6 +64,8 @@ def entry_words(entry: dict[str, Any]) -> str:
         if isinstance(at, int | float)
         else ""
     )
-    owner = entry.get("owner") if isinstance(entry.get("owner"), dict) else {}
-    who = f" by process {owner.get('pid')} on {owner.get('host')}" if owner else ""
+    found = entry.get("owner")
+    owner: dict[str, Any] = found if isinstance(found, dict) else {}
+    host = f" on {owner['host']}" if owner.get("host") else ""
+    who = f" by process {owner.get('pid')}{host}" if owner else ""
     return f"{entry.get('playbook')}, begun{when}{who}, stopped at step {entry.get('step')}"

@@ -27,8 +27,12 @@ def mark_end(remote: Remote, path: str) -> LogMark:
 
 def written_since(remote: Remote, path: str, mark: LogMark) -> bytes:
     """What the restarted run wrote to ``path``: past the mark, or the whole file when
-    the run started it afresh (truncated or replaced: its first bytes differ)."""
+    the run started it afresh (truncated or replaced: its first bytes differ). A log
+    the run never opened (a trainer that died first) holds nothing it wrote: empty, not
+    an error that would hide why the fix failed."""
     offset, head = mark
+    if not remote.size(path):
+        return b""
     if offset and remote.read_from(path, 0, len(head)) != head:
         offset = 0
     return remote.read_from(path, offset)

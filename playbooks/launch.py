@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 
 from playbooks.base import TrainerSite
 from playbooks.remote import Remote
-from playbooks.shell_line import Command, ShellLineError, command_at, double_quote_body, quote
+from playbooks.shell_line import (
+    Command,
+    ShellLineError,
+    Word,
+    command_at,
+    double_quote_body,
+    quote,
+)
 from tools.errors import ApplyError
 
 
@@ -141,13 +149,41 @@ def with_env(text: str, path: str, env: dict[str, str]) -> str:
     return text
 
 
+# env's own options that take the next word as their value (GNU: -u NAME, -C DIR; BSD:
+# -P PATH); a short cluster ending in one ("-iu NAME") does too.
+_ENV_VALUE_OPTIONS = ("--unset", "--chdir")
+_ENV_VALUE_LETTERS = "uCP"
+
+
+def _after_env_options(words: Sequence[Word], path: str) -> tuple[int, int]:
+    """Where env's options end on the exec line (an assignment goes after them: one put
+    before ``-i`` makes env run ``-i`` as the command) and the index of the word after
+    them. ``-S`` splits a string into the command line itself: not edited."""
+    at, i = words[1].end, 2
+    while i < len(words) and words[i].value.startswith("-"):
+        flag = words[i].value
+        at, i = words[i].end, i + 1
+        if flag == "--":
+            break
+        if flag.startswith(("--split-string", "-S")) or (
+            not flag.startswith("--") and "S" in flag[1:]
+        ):
+            raise ApplyError(f"{path}: its exec line runs env -S, whose command is one string")
+        takes_value = flag in _ENV_VALUE_OPTIONS or (
+            not flag.startswith("--") and flag[-1:] in _ENV_VALUE_LETTERS
+        )
+        if takes_value and i < len(words):
+            at, i = words[i].end, i + 1
+    return at, i
+
+
 def _with_one(text: str, path: str, key: str, value: str) -> str:
     words = _parsed(text, path).words
     if len(words) < 2:
         raise ApplyError(f"{path}: its exec line runs no command")
     if words[1].literal and words[1].value == "env":
-        at = words[1].end
-        for word in words[2:]:
+        at, first = _after_env_options(words, path)
+        for word in words[first:]:
             name, sep, current = word.value.partition("=")
             if not sep or word.value.startswith("-") or not name.isidentifier():
                 break

@@ -145,3 +145,10 @@ class DiagnosisState(BaseModel):
     def choice(self) -> Choice | None:
         """The latest answer at the menu."""
         return self.choices[-1] if self.choices else None
+
+    def fact_ids(self) -> list[tuple[str, bool]]:
+        """Each fact of the session once (a baseline fact equal to a current one has its
+        id), with whether it is the baseline's alone: what a report lists and a
+        transcript records."""
+        ids = dict.fromkeys([*self.facts, *self.baseline_facts])
+        return [(i, i in self.baseline_facts and i not in self.facts) for i in ids]

@@ -111,8 +111,8 @@ def _fact_docs(state: DiagnosisState, ledger: Ledger) -> list[FactDoc]:
     return [
         FactDoc(
             id=f.id,
-            baseline=f.id in state.baseline_facts and f.id not in state.facts,
-            probe=f.probe + (" (baseline)" if f.id in state.baseline_facts else ""),
+            baseline=baseline,
+            probe=f.probe + (" (baseline)" if baseline else ""),
             command=shlex.join(f.argv)
             if f.argv
             else f"(observed by {f.probe.split(':', 1)[-1]}; its commands are in the transcript)",
@@ -120,7 +120,7 @@ def _fact_docs(state: DiagnosisState, ledger: Ledger) -> list[FactDoc]:
             error=f.error,
             value=f.value,
         )
-        for f in (ledger.get(i) for i in [*state.facts, *state.baseline_facts])
+        for f, baseline in ((ledger.get(i), alone) for i, alone in state.fact_ids())
     ]
 
 

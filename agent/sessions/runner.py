@@ -107,9 +107,8 @@ def record_outcome(session: Session, state: DiagnosisState) -> None:
         _, events = read_transcript(session.transcript_path)
         if any(e["type"] == "verdict" for e in events):
             return
-    for fact_id in dict.fromkeys([*state.facts, *state.baseline_facts]):
+    for fact_id, baseline in state.fact_ids():
         fact = session.ledger.get(fact_id)
-        baseline = fact_id in state.baseline_facts and fact_id not in state.facts
         session.record({"type": "fact", "baseline": baseline, "fact": fact.model_dump(mode="json")})
     for entry in state.diff:
         session.record({"type": "diff", "entry": entry.model_dump(mode="json")})

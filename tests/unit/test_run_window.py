@@ -73,6 +73,19 @@ def test_the_restarted_runs_lines_are_those_written_since_the_mark(
     assert written_since(remote, str(log), mark) == new
 
 
+def test_a_log_the_restarted_run_never_opened_holds_nothing_it_wrote(
+    tmp_path: Path, remote: Remote
+) -> None:
+    """A trainer that died before opening its log leaves none: nothing was written since
+    the mark (it was an error naming FileNotFoundError, which hid why the fix failed)."""
+    log = tmp_path / "o.log"
+    log.write_bytes(b"step 1\n")
+    mark = mark_end(remote, str(log))
+    log.unlink()
+    assert written_since(remote, str(log), mark) == b""
+    assert written_since(remote, str(tmp_path / "never.log"), (0, b"")) == b""
+
+
 @pytest.mark.parametrize(
     ("console", "hits"),
     [
