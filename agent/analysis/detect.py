@@ -38,9 +38,11 @@ from agent.analysis.loss import loss_diverged, loss_nonfinite
 from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
 from agent.analysis.unobserved import speed_unobserved
-from agent.model.claims import AtLeast, Claim, Ref, WindowRatio
-from agent.model.facts import Fact, PathPart, as_dict
+from agent.model.claims import AtLeast, Claim, Ref, WindowRatio, resolve
+from agent.model.facts import Fact, PathPart, as_dict, as_list
 from agent.model.windows import window_series
+from tools.parsers import trainlog_paths as log_paths
+from tools.probes import checkpoint_paths as ckpt_paths
 
 MAX_GROUPS = 16
 
@@ -92,12 +94,12 @@ def _warm_up(windows: Sequence[object], fact: Fact) -> set[int]:
     only records after the start (``speed``: no difference crosses a segment), so only
     the window holding the start is left out."""
     skip = {0}
-    counter = as_dict(as_dict(fact.value).get("speed")).get("kind") in COUNTER_KINDS
-    samples = as_dict(as_dict(fact.value).get("steps")).get("restart_samples") or []
+    counter = resolve(fact, log_paths.SPEED_KIND) in COUNTER_KINDS
+    samples = as_list(resolve(fact, log_paths.STEPS_RESTART_SAMPLES))
     lines = [s.get("line") for s in samples if isinstance(s, dict)]
     # A run segment's start (a resume whose steps go on, ``train_runtime`` restarting)
     # is a start too; the log's first segment is window 0's.
-    segments = as_dict(as_dict(fact.value).get("speed")).get("segments") or []
+    segments = as_list(resolve(fact, log_paths.SPEED_SEGMENTS))
     lines += [s.get("first_line") for s in segments[1:] if isinstance(s, dict)]
     firsts = [w.get("first_line") if isinstance(w, dict) else None for w in windows]
     for line in lines:
@@ -287,31 +289,29 @@ def find(fact: Fact | None) -> list[Symptom]:
     """The symptoms the trainlog ``fact`` shows, unchecked (``check_all`` checks them)."""
     if fact is None or not fact.ok:
         return []
-    value = as_dict(fact.value)
-    windows = value.get("windows")
+    windows = resolve(fact, log_paths.WINDOWS)
     if not isinstance(windows, list):
         return []
-    out = _throughput(fact, windows, ("windows",), _series(fact), _warm_up(windows, fact))
+    out = _throughput(fact, windows, log_paths.WINDOWS, _series(fact), _warm_up(windows, fact))
     if subject(fact) is None or not any(s.subject for s in _series(fact)):
         out.append(speed_unobserved(fact))
     out += loss_nonfinite(fact)
     out += loss_diverged(fact, windows)
-    steps = as_dict(value.get("steps"))
-    restarts = steps.get("restarts")
+    restarts = resolve(fact, log_paths.STEPS_RESTARTS)
     if isinstance(restarts, int) and restarts > 0:
-        samples = steps.get("restart_samples") or []
+        samples = as_list(resolve(fact, log_paths.STEPS_RESTART_SAMPLES))
         first = samples[0].get("to_step") if samples and isinstance(samples[0], dict) else None
         out.append(
             restart(
                 fact,
-                ("steps", "restarts"),
+                log_paths.STEPS_RESTARTS,
                 "times the logged step went back",
                 1,
                 step=first if isinstance(first, int | float) else None,
             )
         )
-    elif _segments(value):
-        out.append(_resumed(fact, _segments(value)))
+    elif later := _segments(fact):
+        out.append(_resumed(fact, later))
     return out
 
 
@@ -358,19 +358,18 @@ def find_in_checkpoints(checkpoints: Fact | None) -> list[Symptom]:
     no speed at all. Every interval holds a save, so none is a warm-up."""
     if checkpoints is None or not checkpoints.ok:
         return []
-    windows = as_dict(as_dict(checkpoints.value).get("pace")).get("windows")
+    windows = resolve(checkpoints, ckpt_paths.PACE_WINDOWS)
     if not isinstance(windows, list) or not windows:
         return []
     label = "steps/s (between checkpoints, by their modification times)"
     series = [_Series(label=label, paths=(("speed",),), subject=True)]
-    return _throughput(checkpoints, windows, ("pace", "windows"), series, set())
+    return _throughput(checkpoints, windows, ckpt_paths.PACE_WINDOWS, series, set())
 
 
-def _segments(value: dict[str, Any]) -> list[dict[str, Any]]:
+def _segments(fact: Fact) -> list[dict[str, Any]]:
     """The run segments after the first (``speed.segments``): each a resume or restart
     the speed's counters show, whether or not the step went back."""
-    segs = as_dict(value.get("speed")).get("segments")
-    return [s for s in segs[1:] if isinstance(s, dict)] if isinstance(segs, list) else []
+    return [s for s in as_list(resolve(fact, log_paths.SPEED_SEGMENTS))[1:] if isinstance(s, dict)]
 
 
 def restart(
@@ -394,7 +393,7 @@ def _resumed(fact: Fact, later: list[dict[str, Any]]) -> Symptom:
     step = first.get("first_step")
     return restart(
         fact,
-        ("speed", "segment_count"),
+        log_paths.SPEED_SEGMENT_COUNT,
         "run segments (a new one where the step or the speed's counters went back)",
         2,
         note=str(first.get("why") or ""),

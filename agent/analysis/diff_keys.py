@@ -14,11 +14,12 @@ from agent.analysis.baseline import Comparable
 from agent.analysis.throughput import subject, throughput_comparables
 from agent.model.claims import MISSING, resolve
 from agent.model.facts import Fact, Ledger, latest, observed
+from tools.probes import checkpoint_paths as ckpt_paths
 from tools.probes.checkpoints import records_a_finished_save
 
 # What the newest finished checkpoint (or a saved environment file) records, as the
 # canonical quantities tools/probes/_canonical.py reads from any trainer's records.
-RECORDED = ("recorded",)
+RECORDED = ckpt_paths.RECORDED
 
 STATIC: tuple[Comparable, ...] = (
     Comparable(
@@ -167,7 +168,7 @@ def drafter_group(fact: Fact) -> str | None:
 def checkpoint_before(checkpoints: Fact | None, step: float) -> str | None:
     """The name of the newest finished checkpoint that records anything and was written
     at or before ``step``, when the newest such checkpoint overall was written after it."""
-    steps = resolve(checkpoints, ("steps",)) if checkpoints is not None else MISSING
+    steps = resolve(checkpoints, ckpt_paths.STEPS) if checkpoints is not None else MISSING
     if not isinstance(steps, list):
         return None
     finished = [
@@ -193,7 +194,7 @@ def _rebased(table: list[Comparable], name: str) -> list[Comparable]:
             if path[: len(RECORDED)] == RECORDED:
                 tail = path[len(RECORDED) :]
                 item = replace(
-                    item, derived=("checkpoints", ("steps", f"@name={name}", "canonical", *tail))
+                    item, derived=("checkpoints", ckpt_paths.entry(name, "canonical", *tail))
                 )
         out.append(item)
     return out

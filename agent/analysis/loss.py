@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 from agent.analysis.change_points import STEADY_MIN
 from agent.analysis.symptoms import Symptom
-from agent.model.claims import AtLeast, Claim, Exists, Ref, WindowRatio
+from agent.model.claims import AtLeast, Claim, Exists, Ref, WindowRatio, resolve
 from agent.model.facts import Fact, as_dict
 from agent.model.windows import window_series
 from tools.figures import finite_number
+from tools.parsers import trainlog_paths as log_paths
 
 DIVERGED = 2.0  # the last quarter's median loss at least this times the early windows'
 
@@ -39,7 +40,7 @@ def loss_diverged(fact: Fact, windows: Sequence[object]) -> list[Symptom]:
     first = next(i for i, v in points if i > early[-1][0] and v >= DIVERGED * base)
     window = windows[first]
     step = window.get("first_step") if isinstance(window, dict) else None
-    ref = Ref(fact=fact.id, path=("windows",), label="loss")
+    ref = Ref(fact=fact.id, path=log_paths.WINDOWS, label="loss")
     spans = ((early[0][0], early[-1][0]), (recent[0][0], recent[-1][0]))
     return [
         Symptom(
@@ -87,24 +88,24 @@ def _grad_nonfinite(fact: Fact) -> list[Symptom]:
     """A NaN or infinite gradient norm where the logged loss stayed finite: a trainer
     that filters such losses out of its log (Trainer's logging_nan_inf_filter writes 0)
     still shows it in the norm."""
-    first = as_dict(as_dict(as_dict(fact.value).get("grad_norm")).get("first_nonfinite"))
+    first = as_dict(resolve(fact, log_paths.GRAD_NORM_FIRST_NONFINITE))
     if not first:
         return []
     field = first.get("field") or "grad_norm"
-    path = ("grad_norm", "first_nonfinite", "value")
+    path = (*log_paths.GRAD_NORM_FIRST_NONFINITE, "value")
     label = f"the first NaN or infinite {field}"
     claim = Claim(predicate=Exists(a=Ref(fact=fact.id, path=path, label=label)))
     return [_broke(fact, "grad_norm", f"gradient norm ({field})", str(first.get("value")), claim)]
 
 
 def loss_nonfinite(fact: Fact) -> list[Symptom]:
-    loss = as_dict(as_dict(fact.value).get("loss"))
+    loss = as_dict(resolve(fact, log_paths.LOSS))
     count = loss.get("nonfinite")
     if not isinstance(count, int) or count < 1:
         return _grad_nonfinite(fact)
     value = as_dict(loss.get("first_nonfinite")).get("value", "not finite")
     label = "records whose loss is NaN or infinite"
     claim = Claim(
-        predicate=AtLeast(a=Ref(fact=fact.id, path=("loss", "nonfinite"), label=label), value=1)
+        predicate=AtLeast(a=Ref(fact=fact.id, path=log_paths.LOSS_NONFINITE, label=label), value=1)
     )
     return [_broke(fact, "loss", "loss", f"{value} in {count} record(s), first", claim)]

@@ -29,9 +29,10 @@ from typing import Any, Literal, NamedTuple
 
 from agent.analysis.detect import restart
 from agent.analysis.symptoms import Symptom
-from agent.model.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref
+from agent.model.claims import Absent, AtLeast, AtMost, Claim, Greater, Matches, Ref, resolve
 from agent.model.facts import Fact, Ledger, as_dict, latest, observed
 from tools.figures import finite_number
+from tools.parsers import trainlog_paths as log_paths
 from tools.parsers.signatures import CHECKPOINT_LOAD, RESUME, RUN_SUMMARY, console_path
 
 STALL_FACTOR = 5.0
@@ -41,13 +42,12 @@ ALIVE_STATES = "RSD"  # running, sleeping, waiting on I/O: not a zombie, not sto
 
 def logging_interval(trainlog: Fact) -> tuple[float, tuple[str, ...], str] | None:
     """The run's own seconds between records, where it is in the fact, and what it is."""
-    value = as_dict(trainlog.value)
-    spoken = finite_number(as_dict(value.get("speed")).get("median_interval_s"))
+    spoken = finite_number(resolve(trainlog, log_paths.SPEED_INTERVAL))
     if spoken is not None and spoken > 0:
-        return spoken, ("speed", "median_interval_s"), "median seconds between its records"
-    stamped = finite_number(as_dict(value.get("time")).get("median_interval_s"))
+        return spoken, log_paths.SPEED_INTERVAL, "median seconds between its records"
+    stamped = finite_number(resolve(trainlog, log_paths.TIME_INTERVAL))
     if stamped is not None and stamped > 0:
-        return stamped, ("time", "median_interval_s"), "median seconds between its timestamps"
+        return stamped, log_paths.TIME_INTERVAL, "median seconds between its timestamps"
     return None
 
 
@@ -121,7 +121,7 @@ class _Quiet(NamedTuple):
         own = mtime.get(id(self.trainlog))
         if own is None or any(m is not None and m > own for m in mtime.values()):
             return None
-        return finite_number(as_dict(as_dict(self.trainlog.value).get("steps")).get("max"))
+        return finite_number(resolve(self.trainlog, log_paths.STEPS_MAX))
 
     def symptom(self, kind: Literal["stalled", "stopped"], tail: str, more: list[Claim]) -> Symptom:
         """The symptom: the logs' quiet and its threshold's interval, then ``more``."""
@@ -308,7 +308,7 @@ def restarted_process(
     processes = observed(latest(ledger, fact_ids, "processes"))
     if trainlog is None or processes is None:
         return None
-    first = finite_number(as_dict(as_dict(trainlog.value).get("time")).get("first"))
+    first = finite_number(resolve(trainlog, log_paths.TIME_FIRST))
     if first is None or first < EPOCH_FLOOR:
         return None
     value = as_dict(processes.value)
@@ -337,7 +337,7 @@ def restarted_process(
                         ),
                         b=Ref(
                             fact=trainlog.id,
-                            path=("time", "first"),
+                            path=log_paths.TIME_FIRST,
                             label="time of the train log's first record",
                         ),
                     )

@@ -30,6 +30,7 @@ from agent.analysis.baseline import Comparable, DiffEntry
 from agent.model.claims import MISSING, resolve
 from agent.model.facts import Fact
 from tools.figures import finite_number
+from tools.parsers import trainlog_paths as log_paths
 
 __all__ = ["PRIMARY_KEYS", "Subject", "primary_entry", "subject", "throughput_comparables"]
 
@@ -57,15 +58,15 @@ def _one(key: str, group: str, who: str, records: object = None) -> Subject:
         key=key,
         label=f"{who}tokens/s (median of {over})",
         who=who,
-        path=("groups", group, "throughput", "recent_median"),
-        early=("groups", group, "throughput", "early_median"),
-        last_step=("groups", group, "steps", "last"),
+        path=log_paths.group(group, "throughput", "recent_median"),
+        early=log_paths.group(group, "throughput", "early_median"),
+        last_step=log_paths.group(group, "steps", "last"),
         members=(),
     )
 
 
 def _recent_records(fact: Fact, group: str) -> object:
-    return resolve(fact, ("groups", group, "throughput", "recent_records"))
+    return resolve(fact, log_paths.group(group, "throughput", "recent_records"))
 
 
 def _aggregate(key: str, name: str, members: list[str], who: str) -> Subject:
@@ -74,9 +75,9 @@ def _aggregate(key: str, name: str, members: list[str], who: str) -> Subject:
         label=f"{who}tokens/s (sum of the recent medians of {len(members)} series,"
         " each over the last quarter of its records)",
         who=who,
-        path=("aggregates", name, "recent_median"),
-        early=("aggregates", name, "early_median"),
-        last_step=("steps", "max"),
+        path=log_paths.aggregate(name, "recent_median"),
+        early=log_paths.aggregate(name, "early_median"),
+        last_step=log_paths.STEPS_MAX,
         members=tuple(members),
     )
 
@@ -85,7 +86,7 @@ def subject(fact: Fact | None) -> Subject | None:
     """The throughput ``fact`` (a trainlog fact) is judged by, when it holds one."""
     if fact is None or not fact.ok:
         return None
-    groups = resolve(fact, ("groups",))
+    groups = resolve(fact, log_paths.GROUPS)
     found: Subject
     if isinstance(groups, dict) and groups:
         names = sorted(str(g) for g in groups)
@@ -107,10 +108,10 @@ def _speed(fact: Fact) -> Subject:
     """A log of one series: its speed as the trainer states it (``speed`` in the
     trainlog fact: a stated rate, the difference of a stated average since the run
     segment began, or a running total over seconds), over its recent records."""
-    unit = resolve(fact, ("speed", "unit"))
-    field = resolve(fact, ("speed", "field"))
-    kind = resolve(fact, ("speed", "kind"))
-    records = resolve(fact, ("speed", "recent", "records"))
+    unit = resolve(fact, log_paths.SPEED_UNIT)
+    field = resolve(fact, log_paths.SPEED_FIELD)
+    kind = resolve(fact, log_paths.SPEED_KIND)
+    records = resolve(fact, log_paths.SPEED_RECENT_RECORDS)
     over = f"last {records} records" if isinstance(records, int) else "recent records"
     name = str(unit) if isinstance(unit, str) else "tokens/s"
     if kind == "stated_average" and isinstance(field, str):
@@ -123,9 +124,9 @@ def _speed(fact: Fact) -> Subject:
         key=LOG_KEY,
         label=label,
         who="",
-        path=("speed", "recent", "value"),
-        early=("speed", "early", "value"),
-        last_step=("steps", "max"),
+        path=log_paths.SPEED_RECENT,
+        early=log_paths.SPEED_EARLY,
+        last_step=log_paths.STEPS_MAX,
         members=(),
     )
 

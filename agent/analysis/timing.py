@@ -27,6 +27,7 @@ from agent.model.facts import Fact, Ledger, latest, observed
 from agent.model.hypotheses import Hypothesis
 from tools.parsers import signatures as ids
 from tools.parsers.signatures import console_path
+from tools.probes import checkpoint_paths as ckpt_paths
 
 # The console-log signatures whose first hit dates each family's evidence.
 EVENTS: dict[str, tuple[str, ...]] = {
@@ -84,14 +85,14 @@ def _event_claims(kind: str, log: Fact | None, began: Ref) -> Iterator[Claim]:
 def _checkpoint_name(ckpt: Fact, path: Sequence[object]) -> str | None:
     """Which checkpoint a ref into the checkpoints fact reads: ``steps/@name=X/…``, or the
     newest finished one behind ``recorded/q`` (``recorded_from`` names it: "X/file")."""
-    head = path[1] if len(path) >= 2 else None
-    if path and path[0] == "steps" and isinstance(head, str) and head.startswith("@name="):
-        return head[len("@name=") :]
-    if len(path) >= 2 and path[0] == "recorded":
-        origin = resolve(ckpt, ("recorded_from", str(path[1])))
+    named = ckpt_paths.entry_name(tuple(path))
+    if named is not None:
+        return named
+    if len(path) >= 2 and path[0] == ckpt_paths.RECORDED[0]:
+        origin = resolve(ckpt, (*ckpt_paths.RECORDED_FROM, str(path[1])))
         if isinstance(origin, str) and "/" in origin:
             name = origin.split("/", 1)[0]
-            steps = resolve(ckpt, ("steps",))
+            steps = resolve(ckpt, ckpt_paths.STEPS)
             names = (
                 [s.get("name") for s in steps if isinstance(s, dict)]
                 if isinstance(steps, list)
@@ -122,7 +123,7 @@ def _baseline_claims(hypothesis: Hypothesis, ledger: Ledger, began: Ref) -> Iter
                     a=began,
                     b=Ref(
                         fact=fact.id,
-                        path=("steps", f"@name={name}", "step"),
+                        path=ckpt_paths.entry(name, "step"),
                         label=f"the step of checkpoint {name} (the baseline compared)",
                     ),
                 )
@@ -138,7 +139,7 @@ def baseline_checkpoints(refs: Sequence[Ref], ledger: Ledger) -> list[tuple[str,
         fact = ledger.get(ref.fact)
         name = _checkpoint_name(fact, ref.path)
         if name is not None and all(name != n for n, _, _ in out):
-            step = resolve(fact, ("steps", f"@name={name}", "step"))
+            step = resolve(fact, ckpt_paths.entry(name, "step"))
             out.append((name, None if step is MISSING else step, fact.id))
     return out
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from agent.analysis.symptoms import Symptom
-from agent.model.claims import AtMost, Claim, Exists, Ref
+from agent.model.claims import AtMost, Claim, Exists, Ref, resolve
 from agent.model.facts import Fact, as_dict
+from tools.parsers import trainlog_paths as log_paths
 
 RUN_RATES = ("train_tokens_per_second", "train_samples_per_second", "train_steps_per_second")
 
@@ -68,7 +69,7 @@ def speed_hint(value: dict[str, Any]) -> str:
 
 def speed_unobserved(fact: Fact) -> Symptom:
     value = as_dict(fact.value)
-    have = as_dict(value.get("speed")).get("windows_with_speed")
+    have = resolve(fact, log_paths.SPEED_WINDOWS)
     counted = isinstance(have, int) and have > 0
     note = (
         f"{have} window(s) with a speed, too few to tell a trend; {speed_hint(value)}"
@@ -85,7 +86,7 @@ def speed_unobserved(fact: Fact) -> Symptom:
                 predicate=AtMost(
                     a=Ref(
                         fact=fact.id,
-                        path=("speed", "windows_with_speed"),
+                        path=log_paths.SPEED_WINDOWS,
                         label="train-log windows with a speed",
                     ),
                     value=(have if counted else 0),

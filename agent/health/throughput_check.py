@@ -23,6 +23,7 @@ from agent.health.model import (
 from agent.model.claims import Claim, RatioBelow, Ref, check, resolve
 from agent.model.facts import Ledger, latest, observed
 from tools.figures import finite_number
+from tools.parsers import trainlog_paths as log_paths
 from tools.parsers.trainlog import EARLY_WHY
 
 
@@ -192,15 +193,15 @@ def result_metrics(
         for key, path, label in (
             (
                 "tokens_per_s",
-                found.path if found else ("throughput", "recent_median"),
+                found.path if found else log_paths.THROUGHPUT_RECENT,
                 found.label.partition(" (")[0] if found else "tokens/s",
             ),
-            ("last_step", found.last_step if found else ("steps", "max"), f"{who}last step"),
+            ("last_step", found.last_step if found else log_paths.STEPS_MAX, f"{who}last step"),
         ):
             value = finite_number(resolve(trainlog, path))
             if value is not None and key not in out:
                 out[key] = Metric(value=value, cites=[trainlog.id], label=label)
-        last = finite_number(resolve(trainlog, ("time", "last")))
+        last = finite_number(resolve(trainlog, log_paths.TIME_LAST))
         now = finite_number(resolve(host, ("now",))) if host is not None else None
         if last is not None and now is not None and host is not None:
             out["last_step_age_s"] = Metric(

@@ -172,3 +172,9 @@ def as_dict(value: object) -> dict[str, Any]:
     values are JSON a target produced, so any part may have another shape than the probe
     meant; a reader that needs a mapping asks here and finds nothing rather than failing."""
     return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """A part of a fact's value read as a list: the list itself, else empty (as
+    ``as_dict`` reads a mapping)."""
+    return value if isinstance(value, list) else []

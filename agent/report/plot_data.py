@@ -15,9 +15,11 @@ from typing import Any, Literal, NamedTuple
 
 from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
+from agent.model.claims import resolve
 from agent.model.facts import Fact
 from agent.model.shown import shown_value
 from agent.model.windows import window_series
+from tools.parsers import trainlog_paths as log_paths
 
 
 @dataclass(frozen=True)
@@ -78,13 +80,13 @@ def _subject_paths(fact: Fact) -> list[tuple[str, ...]] | None:
         return None
     if found.members:
         return [("tok_s_median_by_group", g) for g in found.members]
-    if found.path[0] == "groups":
+    if found.path[0] == log_paths.GROUPS[0]:
         return [("tok_s_median_by_group", str(found.path[1]))]
     return [("speed",)]
 
 
 def _restart_samples(fact: Fact) -> list[dict[str, Any]]:
-    samples = _dict(_dict(fact.value).get("steps")).get("restart_samples")
+    samples = resolve(fact, log_paths.STEPS_RESTART_SAMPLES)
     return [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []
 
 
@@ -154,7 +156,7 @@ def throughput_series(fact: Fact | None, label: str) -> Series | None:
     if fact is None:
         return None
     paths = _subject_paths(fact)
-    windows = fact.value.get("windows") if isinstance(fact.value, dict) else None
+    windows = resolve(fact, log_paths.WINDOWS)
     if paths is None or not isinstance(windows, list):
         return None
     # The numbers the symptoms' WindowRatio claims are checked on (a sum carries each

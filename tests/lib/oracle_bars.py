@@ -9,9 +9,10 @@ What it takes as the specification:
   ``\\n``-line holding it;
 - the rate is what tqdm printed, per second: ``12.34it/s``, the inverse of ``1.23s/it``,
   with a k/M/G… suffix multiplying; ``?`` is no rate;
-- a family is the description (before ``: NN%|``, digits read as ``#``), whether a total
-  is printed, and the unit; the family with the most updates with a rate is the bar
-  read (the first seen of equals);
+- a family is the description (before ``: NN%|``, or where no bar is drawn before the
+  ``: `` the count follows, as in tqdm's ``{desc}: {n}{unit} [...]`` without a total;
+  digits read as ``#``), whether a total is printed, and the unit; the family with the
+  most updates with a rate is the bar read (the first seen of equals);
 - a bar starts at the family's first update with a rate, and at the first update with a
   rate after one whose count or clock went back; an update that repeats the previous
   one's count, clock and rate (a redraw after a message) is not counted twice;
@@ -38,6 +39,7 @@ _TAIL = re.compile(
     rb"(?P<rate>\?|[\d.]+[kMGTPEZY]?)(?P<per>s/[^\s,\]/]+|[^\s,\]/]*/s)[,\]]"
 )
 _LEFT = re.compile(rb"^(?:(?P<desc>[^|]*?): ?)?\s*\d+%\|[^|]*\|\s*$")
+_LEFT_NO_TOTAL = re.compile(rb"^(?P<desc>.*): $")
 SCALE = dict(zip(b"kMGTPEZY", (10.0 ** (3 * i) for i in range(1, 9)), strict=True))
 
 
@@ -86,6 +88,8 @@ def updates(data: bytes) -> list[Update]:
         m = meters[-1] if meters else None  # the last meter of the piece is the update
         if m is not None:
             left = _LEFT.search(piece[: m.start("n")])
+            if left is None:
+                left = _LEFT_NO_TOTAL.search(piece[: m.start("n")])
             desc = (left.group("desc") or b"").strip() if left else b""
             name = re.sub(r"\d+", "#", desc.decode("utf-8", "replace"))
             rate, unit = _rate(m.group("rate"), m.group("per"))

@@ -16,10 +16,12 @@ seconds) and the rate tqdm printed (``5.2f`` digits, or three significant ones w
 k/M suffix; ``s/it`` is its inverse). The rate is tqdm's own figure: by default a moving
 average over its last updates (``smoothing=0.3``).
 
-Updates are grouped into families by their description (digits blanked: ``Epoch 0`` and
-``Epoch 1`` are one family), total and unit; the family with the most updates is taken
-for the training bar (evaluation and save bars are short). Within a family a new bar
-(an epoch, a restart) begins where the count or the clock goes back.
+Updates are grouped into families by their description (what stands before the ``: ``
+ahead of the percentage, or of the count where no bar is drawn, as without a total;
+digits blanked: ``Epoch 0`` and ``Epoch 1`` are one family), total and unit; the family
+with the most updates is taken for the training bar (evaluation and save bars are
+short). Within a family a new bar (an epoch, a restart) begins where the count or the
+clock goes back.
 
 Windows: the family's updates with a rate, in at most ``WINDOWS`` runs of equal count
 (``MIN_UPDATES`` at least); each
@@ -62,6 +64,9 @@ _COUNT = re.compile(
 _DESC = re.compile(
     rb"(?:^|[\r\n])(?:(?P<desc>[^\r\n|]{0,120}?): ?)?\s*[0-9]{1,3}%\|[^|\r\n]*\|\s*$"
 )
+# Without a total tqdm draws no bar (``{desc}: {n}{unit} [``): the description ends at
+# the ": " the count follows.
+_DESC_UNTOTALLED = re.compile(rb"(?:^|[\r\n])(?P<desc>[^\r\n]{1,120}?): $")
 _SUFFIX = {
     b"k": 1e3,
     b"M": 1e6,
@@ -253,7 +258,7 @@ class Bars:
     ) -> None:
         name = self.names.get(left)
         if name is None:
-            desc_m = _DESC.search(left)
+            desc_m = _DESC.search(left) or _DESC_UNTOTALLED.search(left)
             desc = (desc_m.group("desc") or b"").strip() if desc_m else b""
             name = re.sub(r"[0-9]+", "#", desc.decode("utf-8", "replace"))
             if len(self.names) < MAX_NAMES:

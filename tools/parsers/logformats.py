@@ -58,14 +58,26 @@ _LEVEL = re.compile(
 _LOGGER = re.compile(r"[\w.<>\[\]]+(?::\d+)?\s+-\s+")
 _TORCHTUNE = re.compile(r"Step (\d+) \| (.*)")
 _SPECFORGE = re.compile(r"(Train|Eval) - Step (\d+) \[[^\]]*\],\s*(.*)")
-_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
+# ``\d+(?:\.\d*)?``, not ``\d+\.?\d*``: the same numbers, but a run of digits that is
+# no number (``=123…9x``) is given up after one pass, not after every way of sharing it
+# between the two ``\d`` runs (its length squared).
+_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
+# A name's run of characters that holds no pair is taken whole by the second branch:
+# tried again from each of its letters it would fail the same way, and a line that is
+# one long run (a printed base64 blob) would cost its length squared. Matches of that
+# branch have no ``k``.
 _PAIR = re.compile(
-    r"(?P<k>[A-Za-z_][\w./\-()]*)\s*[=:]\s*(?P<v>" + _NUMBER + r")(?:s|ms|%)?(?![\w.])"
+    r"(?P<k>[A-Za-z_][\w./\-()]*)\s*[=:]\s*(?P<v>" + _NUMBER + r")"
+    r"(?P<u>s|ms|us|\u00b5s|\u03bcs|%)?(?![\w.])"
+    r"|[A-Za-z_][\w./\-()]*"
 )
+# A time's unit (µ written as the micro sign or the Greek letter), to seconds.
+_PER_SECOND = {"ms": 1000, "us": 1_000_000, "\u00b5s": 1_000_000, "\u03bcs": 1_000_000}
 _LEAD_STEP = re.compile(r"(?:step|iter|iteration)\s+(\d+)\b", re.IGNORECASE)
 # tqdm's bar (``42%|####  | 42/100 [00:12<00:17, 3.4it/s, loss=2.3]``): its postfix
-# looks like metrics but is a running display, without a step.
-_PROGRESS = re.compile(r"\d+%\|| \d+/\d+ \[\d+:\d+|\d+it \[\d+:\d+")
+# looks like metrics but is a running display, without a step. A count is tried from
+# its first digit only (else a long run of digits is read again from each).
+_PROGRESS = re.compile(r"(?<!\d)\d+%\|| \d+/\d+ \[\d+:\d+|(?<!\d)\d+it \[\d+:\d+")
 _COLUMN = re.compile(r"[A-Za-z_][\w./\-()\[\]]{0,127}\Z")  # a metric's name
 _TENSOR = re.compile(r"tensor\((" + _NUMBER + r")[,)]")
 
@@ -97,6 +109,16 @@ def _parsed_number(text: str) -> Any:
             return float(t)
         except ValueError:
             return text
+
+
+def _pair_value(text: str, unit: str | None) -> Any:
+    """A pair's number, a time in ``ms`` or ``us`` read in seconds (``512ms``: 0.512),
+    any other unit (``s``, ``%``) as written."""
+    value = _parsed_number(text)
+    per = _PER_SECOND.get(unit or "")
+    if per is not None and isinstance(value, (int, float)):
+        return value / per
+    return value
 
 
 # A log's lines share their timestamps' seconds in runs: parsing one costs more than the
@@ -214,7 +236,11 @@ def parse_text_line(line: str) -> tuple[dict[str, Any] | None, str]:
         rec = _dict_line(msg)
         shape = "dict" if rec is not None else ""
     if rec is None:
-        pairs = {p.group("k"): _parsed_number(p.group("v")) for p in _PAIR.finditer(msg)}
+        pairs = {
+            p.group("k"): _pair_value(p.group("v"), p.group("u"))
+            for p in _PAIR.finditer(msg)
+            if p.group("k")
+        }
         lead = _LEAD_STEP.match(msg)
         if lead and "step" not in pairs:
             pairs = {"step": _int(lead.group(1)), **pairs}

@@ -112,9 +112,10 @@ class Steps:
     def summary(self) -> dict[str, Any]:
         positive = [(c, inc) for inc, c in self.increments.items() if inc > 0]
         typical = max(positive)[1] if positive else None
-        jumps = self.jumps.items()
-        if typical is not None:
-            jumps = [j for j in jumps if j["to_step"] - j["from_step"] > typical]
+        # The heap keeps the largest differences whatever their sign (a series that only
+        # goes back fills it with restarts): a jump is a step forward, past the usual.
+        floor = typical if typical is not None else 0
+        jumps = [j for j in self.jumps.items() if j["to_step"] - j["from_step"] > floor]
         return {
             "count": self.count,
             "first": self.first,
