@@ -35,15 +35,17 @@ bytecode: $(STAMP)
 demo: $(STAMP) bytecode
 	$(BIN)/python -m examples.demo
 
-# Two workers, a test file each at a time: the suite's time is real trainer runs and CLI
-# processes, each bound to one core (two 40-step trainings side by side take the wall time
-# of one: BENCHMARKS.md), so a second worker nearly halves it on a 2-core machine. Files
+# Three workers on two cores, a group of test files each at a time: the suite's time is
+# real trainer runs and CLI processes, much of it waiting (a stalled log's 30 s of quiet,
+# a callback's sleep, a trainer polled until it reaches a step), so a third worker uses
+# cores two would leave idle (BENCHMARKS.md: at three, user+sys 1,418 s over 854 s). Files
 # stay whole on one worker, and files sharing a costly session fixture share a worker
-# (tests/conftest.py's groups), so each fixture is built once. One file alone:
+# (tests/conftest.py's groups, handed out costliest first; xdist's own reordering by test
+# count is off), so each fixture is built once. One file alone:
 # `.venv/bin/python -m pytest tests/e2e/test_cli.py`.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: $(STAMP) system-deps bytecode
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent tools playbooks tests examples benchmarks

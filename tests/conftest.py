@@ -55,6 +55,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         path = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(groups.get(path, path)))
+    # The groups sharing a costly run first, then the rest as collected (tests/e2e before
+    # tests/unit): xdist hands out groups in this order (``make test`` turns off its
+    # reordering by test count, which sent the long one-test groups, the demo among them,
+    # out last), so the longest work starts early and the short groups fill the end.
+    shared = set(SHARED_RUNS.values())
+    items.sort(key=lambda item: groups.get(item.nodeid.split("::")[0]) not in shared)
 
 
 @pytest.fixture(autouse=True)

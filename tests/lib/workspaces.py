@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shlex
 import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from agent.graph.gather import SweepGatherer
 from agent.model.facts import Fact, Ledger
@@ -62,6 +65,28 @@ def good_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     records slowed (the suite's other worker took the cores: met by a clean-clone run,
     rightly judged "insufficient evidence") is trained again, at most twice."""
     _need_torch()
+    return built_once(tmp_path_factory, "good_workspace", lambda: _good(tmp_path_factory))
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[], Path]
+) -> Path:
+    """What ``build`` makes, made by one xdist worker and read by the others: their base
+    temporary directories share a parent, where a lock and the built path are kept. A
+    session fixture is otherwise built once per worker (a 40-step training each time)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build()
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(str(shared / f"{name}.lock")):
+        done = shared / f"{name}.path"
+        if done.exists():
+            return Path(done.read_text())
+        built = build()
+        done.write_text(str(built))
+        return built
+
+
+def _good(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for _ in range(3):
         ws = tmp_path_factory.mktemp("good") / "ws"
         for args in (
