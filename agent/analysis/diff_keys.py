@@ -15,6 +15,7 @@ from agent.analysis.throughput import subject, throughput_comparables
 from agent.model.claims import MISSING, resolve
 from agent.model.facts import Fact, Ledger, latest, observed
 from tools.probes import checkpoint_paths as ckpt_paths
+from tools.probes import value_paths as vp
 from tools.probes.checkpoints import records_a_finished_save
 
 # What the newest finished checkpoint (or a saved environment file) records, as the
@@ -208,7 +209,7 @@ def comparables(
     at or before it recorded, not a newer one written while the run was already slow."""
     table = list(STATIC)
     checksums = observed(latest(ledger, ids, "checksums"))
-    files = resolve(checksums, ("files",)) if checksums else MISSING
+    files = resolve(checksums, vp.FILES) if checksums else MISSING
     if isinstance(files, list):
         for entry in files:
             if isinstance(entry, dict) and "md5" in entry:
@@ -222,7 +223,7 @@ def comparables(
                     )
                 )
     dataset = observed(latest(ledger, ids, "dataset"))
-    files = resolve(dataset, ("files",)) if dataset else MISSING
+    files = resolve(dataset, vp.FILES) if dataset else MISSING
     if isinstance(files, list):
         for entry in files:
             if isinstance(entry, dict) and "lines" in entry:

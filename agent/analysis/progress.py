@@ -34,6 +34,7 @@ from agent.model.facts import Fact, Ledger, as_dict, latest, observed
 from tools.figures import finite_number
 from tools.parsers import trainlog_paths as log_paths
 from tools.parsers.signatures import CHECKPOINT_LOAD, RESUME, RUN_SUMMARY, console_path
+from tools.probes import value_paths as vp
 
 STALL_FACTOR = 5.0
 STALL_FLOOR = 30.0  # seconds: a checkpoint save or an evaluation pauses a log that long
@@ -88,9 +89,7 @@ class _Quiet(NamedTuple):
         out = [
             Claim(
                 predicate=AtLeast(
-                    a=Ref(
-                        fact=fact.id, path=("file", "age_s"), label=f"seconds since the {name} grew"
-                    ),
+                    a=Ref(fact=fact.id, path=vp.FILE_AGE, label=f"seconds since the {name} grew"),
                     value=round(self.threshold, 3),
                 )
             )
@@ -181,7 +180,7 @@ def stalled(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
     pid = proc.get("pid")
 
     def about(part: str, label: str, pattern: str) -> Claim:
-        ref = Ref(fact=processes.id, path=("processes", alive, part), label=label)
+        ref = Ref(fact=processes.id, path=vp.process(alive, part), label=label)
         return Claim(predicate=Matches(a=ref, pattern=pattern))
 
     return found.symptom(
@@ -210,7 +209,7 @@ def stopped(ledger: Ledger, fact_ids: Sequence[str]) -> Symptom | None:
     if not isinstance(working, list) or working:
         return None
     label = "live processes that work in the workspace"
-    ref = Ref(fact=found.processes.id, path=("in_workspace",), label=label)
+    ref = Ref(fact=found.processes.id, path=vp.IN_WORKSPACE, label=label)
     return found.symptom(
         "stopped",
         "and no process on the target works in the workspace",
@@ -332,7 +331,7 @@ def restarted_process(
                     predicate=Greater(
                         a=Ref(
                             fact=processes.id,
-                            path=("processes", i, "start_time"),
+                            path=vp.process(i, "start_time"),
                             label=f"start time of trainer pid {pid}",
                         ),
                         b=Ref(

@@ -28,6 +28,7 @@ from agent.model.hypotheses import Hypothesis
 from tools.parsers import signatures as ids
 from tools.parsers.signatures import console_path
 from tools.probes import checkpoint_paths as ckpt_paths
+from tools.probes import value_paths as vp
 
 # The console-log signatures whose first hit dates each family's evidence.
 EVENTS: dict[str, tuple[str, ...]] = {
@@ -207,7 +208,7 @@ def crash_lines(ledger: Ledger, fact_ids: Sequence[str]) -> list[tuple[str, list
     lines state (``exception_causes``), with the threads it ended, whether the log ends
     right after it, and the step printed before it where its signature dates it."""
     log = observed(latest(ledger, fact_ids, "stdoutlog"))
-    causes = resolve(log, ("exception_causes",)) if log is not None else MISSING
+    causes = resolve(log, vp.EXCEPTION_CAUSES) if log is not None else MISSING
     if log is None or not isinstance(causes, dict):
         return []
     ended = []
@@ -232,7 +233,7 @@ def crash_lines(ledger: Ledger, fact_ids: Sequence[str]) -> list[tuple[str, list
                 predicate=AtMost(
                     a=Ref(
                         fact=log.id,
-                        path=("exception_causes", key, "lines_after"),
+                        path=(*vp.EXCEPTION_CAUSES, key, "lines_after"),
                         label="console lines after it",
                     ),
                     value=ENDS_LOG,

@@ -19,6 +19,7 @@ from playbooks import Remote, TrainerSite
 from playbooks.measure import Measure, overall_median
 from playbooks.site import running_trainer, site
 from tools.errors import ApplyError
+from tools.probes import value_paths as vp
 from tools.sweep import SweepSpec
 from tools.transport.base import Transport
 
@@ -48,7 +49,7 @@ def _trainer_python(evidence: Evidence, pid: int) -> str | None:
 def _launch_file(evidence: Evidence, remote: Remote) -> str | None:
     """The first launch file workspace discovery found that starts the trainer with an
     ``exec`` line (the one line a playbook edits)."""
-    candidates = evidence.value("layout", "launch_files")
+    candidates = evidence.value("layout", *vp.LAUNCH_FILES)
     for candidate in candidates if isinstance(candidates, list) else []:
         path = candidate.get("path") if isinstance(candidate, dict) else None
         if not path:
@@ -71,11 +72,11 @@ def site_for(spec: SweepSpec, transport: Transport) -> Callable[[Evidence], Trai
         if not workspace:
             raise ApplyError("no workspace known for the trainer (--workspace or the profile)")
         # The Python the sweep ran on (discovered or given) runs the fix's operations too.
-        ran = evidence.value("interpreter", "path")
+        ran = evidence.value("interpreter", *vp.INTERPRETER_PATH)
         python_here = ran if isinstance(ran, str) and ran else spec.interpreter
         remote = Remote(transport, interpreter=python_here)
-        train_log = spec.train_log or _first(evidence.value("layout", "train_logs"))
-        stdout_log = spec.stdout_log or _first(evidence.value("layout", "stdout_logs"))
+        train_log = spec.train_log or _first(evidence.value("layout", *vp.TRAIN_LOGS))
+        stdout_log = spec.stdout_log or _first(evidence.value("layout", *vp.STDOUT_LOGS))
         launch = spec.launch
         if launch is None and process is None:
             launch = _launch_file(evidence, remote)

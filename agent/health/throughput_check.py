@@ -25,6 +25,7 @@ from agent.model.facts import Ledger, latest, observed
 from tools.figures import finite_number
 from tools.parsers import trainlog_paths as log_paths
 from tools.parsers.trainlog import EARLY_WHY
+from tools.probes import value_paths as vp
 
 
 def baseline_used(ledger: Ledger, state: DiagnosisState, snapshot: Snapshot | None) -> Cited:
@@ -202,7 +203,7 @@ def result_metrics(
             if value is not None and key not in out:
                 out[key] = Metric(value=value, cites=[trainlog.id], label=label)
         last = finite_number(resolve(trainlog, log_paths.TIME_LAST))
-        now = finite_number(resolve(host, ("now",))) if host is not None else None
+        now = finite_number(resolve(host, vp.HOST_NOW)) if host is not None else None
         if last is not None and now is not None and host is not None:
             out["last_step_age_s"] = Metric(
                 value=round(now - last, 3),

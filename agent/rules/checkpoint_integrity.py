@@ -6,6 +6,7 @@ from __future__ import annotations
 from agent.model.claims import AtLeast, Claim, Equal
 from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, ref
+from tools.parsers import trainlog_paths as log_paths
 
 
 class CheckpointIntegrity:
@@ -29,7 +30,7 @@ class CheckpointIntegrity:
                 weight=2,
             )
         ]
-        if evidence.value("trainlog", "cut_last_line") is True:
+        if evidence.value("trainlog", *log_paths.CUT_LAST_LINE) is True:
             log = evidence.latest("trainlog")
             assert log is not None
             out.append(

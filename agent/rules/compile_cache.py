@@ -15,6 +15,7 @@ from agent.model.claims import Absent, AtLeast, Claim, Greater, Matches
 from agent.model.facts import Fact
 from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, ref
+from tools.probes import value_paths as vp
 
 # Where a cache's path came from when the trainer's configuration names it (see
 # tools.probes.caches: ``param`` is the profile's).
@@ -34,7 +35,7 @@ class CompileCacheCold:
         fact = evidence.latest("caches")
         if fact is None or not fact.ok:
             return []
-        caches = evidence.value("caches", "caches")
+        caches = evidence.value("caches", *vp.CACHES)
         out: list[Hypothesis] = []
         for cache in caches if isinstance(caches, list) else []:
             if not isinstance(cache, dict) or (cache.get("exists") and cache.get("files")):

@@ -27,8 +27,9 @@ from agent.model.facts import Fact
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, has, ref
 from tools.parsers.signatures import COLLECTIVE_TIMEOUT, CUDA_OOM, FX_NESTED_TRACE, SIGNATURES
+from tools.probes import value_paths as vp
 
-CAUSES = ("exception_causes",)
+CAUSES = vp.EXCEPTION_CAUSES
 # What the FX-race family cites; a crash by it is that family's answer.
 RACE_EVIDENCE = frozenset({FX_NESTED_TRACE})
 # Lines a launcher or the C++ runtime prints after the exception that ended a run:

@@ -23,6 +23,7 @@ from tools.parsers.signatures import (
     THREAD_EXCEPTION,
     console_path,
 )
+from tools.probes import value_paths as vp
 
 
 class FxTraceRace:
@@ -74,7 +75,7 @@ class FxTraceRace:
         if source is not None:
             claims.append(binds_check_at_wrap(source))
         predictions: list[Prediction] = []
-        holds = evidence.value("torch_source", "holds_compiling_flag", "value")
+        holds = evidence.value("torch_source", *vp.HOLDS_COMPILING_FLAG)
         if holds is False and has(source, "holds_compiling_flag", "value"):
             assert source is not None
             claims.append(

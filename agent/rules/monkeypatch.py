@@ -15,6 +15,7 @@ from agent.model.facts import Fact
 from agent.model.hypotheses import Hypothesis, Kind
 from agent.rules.base import Evidence, binds_check_at_wrap, ref
 from tools.parsers.signatures import FX_CHECK_PATCH, FX_NESTED_TRACE, console_path
+from tools.probes import value_paths as vp
 
 FX = console_path(FX_NESTED_TRACE)
 ANNOUNCED = console_path(FX_CHECK_PATCH)
@@ -27,7 +28,7 @@ class IneffectiveMonkeypatch:
     def propose(self, evidence: Evidence) -> list[Hypothesis]:
         patches = evidence.latest("script_patches")
         log = evidence.latest("stdoutlog")
-        in_scripts = evidence.value("script_patches", "fx_check_patches")
+        in_scripts = evidence.value("script_patches", *vp.FX_CHECK_PATCHES)
         in_log = evidence.value("stdoutlog", *ANNOUNCED, "count")
         claims: list[Claim] = []
         if isinstance(in_scripts, int) and in_scripts > 0:

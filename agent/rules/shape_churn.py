@@ -12,6 +12,7 @@ from agent.model.claims import AtLeast, Claim, Exists, Greater, Matches, Ref
 from agent.model.facts import Fact
 from agent.model.hypotheses import Hypothesis, Kind, Prediction
 from agent.rules.base import Evidence, ref, trace_words
+from tools.probes import value_paths as vp
 
 # New sizes of one dimension before a function's recompiles are churn: dynamo's
 # automatic dynamic shapes recompile once, on the second size, and not again.
@@ -46,7 +47,7 @@ class DatasetShapeChurn:
                         predicate=Greater(
                             a=Ref(
                                 fact=size.current.fact,
-                                path=("files", f"@path={path}", "line_bytes", "max"),
+                                path=vp.file(path, "line_bytes", "max"),
                                 label=f"longest prompt line in {path} (bytes, now)",
                             ),
                             b=Ref(

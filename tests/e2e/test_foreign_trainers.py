@@ -52,8 +52,11 @@ def diagnose(ws: Path, state: Path, *extra: str, discover: bool = False) -> dict
 
 
 def explain(report: dict[str, Any]) -> str:
-    """The verdict and ranked hypotheses with their claims, for a failing assert."""
+    """The verdict, the symptoms, and the ranked hypotheses with their claims, for a
+    failing assert."""
     lines = [f"verdict: {report['verdict']}"]
+    for section in report["sections"][:1]:
+        lines += [f"{section['title']}: {line['text']}" for line in section["lines"]]
     for h in report["hypotheses"]:
         lines.append(f"{h['kind']}: {h['status']}")
         lines += [f"  {c['status']}: {c['text']}" for c in h["claims"]]

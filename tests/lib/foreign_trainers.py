@@ -273,12 +273,42 @@ def threads_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     """tests/lib/foreign/threads_train.py's good run: three drafter threads, 40 steps,
     checkpoints ``ckpt/epoch_0_step_{20,40}``, 48 prompts of one length."""
     _need("torch", "torch")
-    ws = new_workspace(tmp_path_factory, "threads", "threads_train.py")
-    write_prompts(ws / "data" / "prompts.jsonl", [32], 48, seed=0)
-    write_launcher(ws)
-    run = launch(ws, "--steps", "40")
-    assert run.returncode == 0, log_tail(ws)
-    return with_snapshot(tmp_path_factory, ws, "threads")
+    # A good run is what the tests need: one whose own speed fell in its last quarter (the
+    # suite's other workers took the cores; a clean-clone run met one, rightly judged a
+    # possible drop) is trained again, at most twice.
+    for _ in range(3):
+        ws = new_workspace(tmp_path_factory, "threads", "threads_train.py")
+        write_prompts(ws / "data" / "prompts.jsonl", [32], 48, seed=0)
+        write_launcher(ws)
+        run = launch(ws, "--steps", "40")
+        assert run.returncode == 0, log_tail(ws)
+        held = held_rate(ws / "logs" / "metrics.jsonl")
+        if held >= HELD:
+            return with_snapshot(tmp_path_factory, ws, "threads")
+    raise AssertionError(f"three good threaded runs slowed on this machine (last: {held:.2f}x)")
+
+
+HELD = 0.85  # the devices' summed rate late in the run against earlier (first left out)
+
+
+def held_rate(log: Path) -> float:
+    """The drafters' summed tokens/s in the metrics log, as the judged throughput sums
+    its devices: the sum of each device's last-quarter median (at least three records)
+    over the sum of its earlier records' medians (the first, warm-up, left out), read
+    with ``json`` apart from any parser. One thread of three can lag while the sum holds."""
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    by_device: dict[str, list[float]] = {}
+    for row in rows:
+        if row.get("role") == "drafter":
+            by_device.setdefault(str(row["device"]), []).append(
+                float(row["perf/tokens_per_second"])
+            )
+    late = early = 0.0
+    for rates in by_device.values():
+        quarter = max(3, len(rates) // 4)
+        late += statistics.median(rates[-quarter:])
+        early += statistics.median(rates[1:-quarter])
+    return late / early
 
 
 # Twelve lengths the good run never met, two batches of each: past dynamo's recompile

@@ -670,3 +670,25 @@ def test_a_channel_that_cannot_be_opened_drops_the_connection() -> None:
         transport.run(["true"])
     assert str(caught.value) == "ssh://gpu1: could not start command: Channel closed."
     assert conn.closed
+
+
+class LateStatusChannel(Channel):
+    """A channel whose exit status, EOF and close all land between the pump's status
+    check and its close check (paramiko's reader thread delivers them together)."""
+
+    def __init__(self) -> None:
+        super().__init__([Tick(stdout=b"done\n", exit_ready=True, eof=True, closed=True)], rc=0)
+        self.looked = 0
+
+    def exit_status_ready(self) -> bool:
+        self.looked += 1
+        return self.looked > 1
+
+
+def test_a_status_that_arrives_with_the_close_is_the_commands_exit() -> None:
+    """A quick command whose status, EOF and close came in at once, just after the pump
+    looked for the status, ended with its status: the close does not make it a lost
+    connection (a clean-clone run lost a py-spy upload over the real sshd to this)."""
+    channel = LateStatusChannel()
+    result = _connected(Connection("gpu1"), channel).run(["true"])
+    assert (result.rc, result.stdout) == (0, b"done\n")

@@ -30,6 +30,8 @@ TIME_FIRST = ("time", "first")
 TIME_LAST = ("time", "last")
 TIME_INTERVAL = ("time", "median_interval_s")
 
+CUT_LAST_LINE = ("cut_last_line",)  # the last line was cut mid-write (a JSON document)
+
 LOSS = ("loss",)
 LOSS_NONFINITE = ("loss", "nonfinite")
 GRAD_NORM_FIRST_NONFINITE = ("grad_norm", "first_nonfinite")

@@ -338,6 +338,11 @@ class SSHTransport:
                 # exit-signal).
                 return bytes(out), bytes(err), rc
             if channel.closed or not transport.is_active():
+                if channel.exit_status_ready() and channel.eof_received:
+                    # The status, EOF and close arrived together, after the check above
+                    # looked (paramiko reads them on its own thread): a command that
+                    # ended, read on the next pass, not a connection lost.
+                    continue
                 self._drop()
                 raise ConnectionLost(
                     "connection closed while the command ran (no exit status received)",
