@@ -16,10 +16,11 @@ from typing import Any, Literal, NamedTuple
 from agent.analysis.symptoms import Symptom
 from agent.analysis.throughput import subject
 from agent.model.claims import resolve
-from agent.model.facts import Fact
+from agent.model.facts import Fact, as_dict
 from agent.model.shown import shown_value
 from agent.model.windows import window_series
 from tools.parsers import trainlog_paths as log_paths
+from tools.probes import value_paths as vp
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,6 @@ def number_text(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "?"
     return shown_value(value)
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _subject_paths(fact: Fact) -> list[tuple[str, ...]] | None:
@@ -145,7 +142,7 @@ def _restarts(fact: Fact) -> list[Restart]:
 
 
 def _first_line(window: object) -> int | None:
-    line = _dict(window).get("first_line")
+    line = as_dict(window).get("first_line")
     return line if isinstance(line, int) else None
 
 
@@ -227,14 +224,15 @@ def _crashes(fact: Fact | None) -> list[tuple[str, dict[str, Any], float | None]
     """The console log's stated causes of a crash (its ``exception_causes``), each with
     the last step the log printed before it, where the fact holds one (the cause's own,
     else that of the signature the cause is named by)."""
-    value = _dict(fact.value) if fact is not None else {}
-    signatures = _dict(value.get("signatures"))
+    value = as_dict(fact.value) if fact is not None else {}
+    signatures = as_dict(value.get("signatures"))
     out = []
-    for key, cause in sorted(_dict(value.get("exception_causes")).items()):
+    causes = as_dict(resolve(fact, vp.EXCEPTION_CAUSES)) if fact is not None else {}
+    for key, cause in sorted(causes.items()):
         if not isinstance(cause, dict):
             continue
-        before = _dict(
-            cause.get("first_after_step") or _dict(signatures.get(key)).get("first_after_step")
+        before = as_dict(
+            cause.get("first_after_step") or as_dict(signatures.get(key)).get("first_after_step")
         )
         step = before.get("step")
         out.append((key, cause, float(step) if isinstance(step, int | float) else None))
